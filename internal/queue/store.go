@@ -55,6 +55,8 @@ type Store interface {
 	// attempt budget; chain stages cancelled because of it are reopened.
 	Retry(ctx context.Context, id int64, actor string) error
 
+	// TaskAttempts returns the execution-log rows of one task, oldest first.
+	TaskAttempts(ctx context.Context, taskID int64) ([]AttemptRecord, error)
 	// Get returns one task with Why filled in.
 	Get(ctx context.Context, id int64) (*Task, error)
 	// List returns tasks newest first, filtered, one keyset page at a time.
@@ -140,4 +142,22 @@ type QueueUpdate struct {
 	ClearMaxRunning bool // remove the cluster-wide limit
 	Paused          *bool
 	Actor           string
+}
+
+// AttemptRecord is one row of the execution log.
+type AttemptRecord struct {
+	ID           int64
+	TaskID       int64
+	Attempt      int
+	Queue        string
+	Node         string
+	Worker       string
+	SessionID    string
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	Duration     time.Duration
+	Outcome      Outcome
+	Error        string
+	RowsAffected int64
+	Messages     string
 }

@@ -1,0 +1,25 @@
+package queue
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestSplitGo(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"SELECT 1", []string{"SELECT 1\n"}},
+		{"SELECT 1\nGO\nSELECT 2\n", []string{"SELECT 1\n", "SELECT 2\n"}},
+		{"select 1\n  go  \n\nGO\nselect 2", []string{"select 1\n", "select 2\n"}},
+		{"SELECT 'GO'\nGOTO x", []string{"SELECT 'GO'\nGOTO x\n"}},
+		{"GO\n\n", nil},
+	}
+	for _, c := range cases {
+		if got := SplitGo(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("SplitGo(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
