@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"log/slog"
 	"time"
 )
@@ -160,4 +162,22 @@ type AttemptRecord struct {
 	Error        string
 	RowsAffected int64
 	Messages     string
+}
+
+// Describe renders the change for the audit log, e.g. "workers=4 paused=true".
+func (u QueueUpdate) Describe() string {
+	var parts []string
+	if u.Workers != nil {
+		parts = append(parts, fmt.Sprintf("workers=%d", *u.Workers))
+	}
+	if u.MaxRunning != nil {
+		parts = append(parts, fmt.Sprintf("max_running=%d", *u.MaxRunning))
+	}
+	if u.ClearMaxRunning {
+		parts = append(parts, "max_running=none")
+	}
+	if u.Paused != nil {
+		parts = append(parts, fmt.Sprintf("paused=%t", *u.Paused))
+	}
+	return strings.Join(parts, " ")
 }

@@ -1,0 +1,106 @@
+package queuetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+)
+
+var leaseTests = map[string]func(*testing.T, Harness){
+	"expired_lease_is_reclaimed_and_old_holder_fenced": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		id := b.enqueue(t, queue.NewTask{Body: "SELECT 1"})[0]
+		old, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "dead-node/w1", Limit: 1, LeaseDuration: 300 * time.Millisecond})
+		require.NoError(t, err)
+		require.Len(t, old, 1)
+		require.Empty(t, mustReclaim(t, b), "a live lease must not be reclaimed")
+		time.Sleep(700 * time.Millisecond)
+		res := mustReclaim(t, b)
+		require.Len(t, res, 1)
+		require.Equal(t, id, res[0].TaskID)
+		require.Equal(t, queue.StatePending, res[0].State, "attempts remain, so the task goes back to pending")
+		recs, err := b.s.TaskAttempts(b.ctx, id)
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		require.Equal(t, queue.OutcomeLost, recs[0].Outcome)
+		require.Equal(t, 1, recs[0].Attempt)
+
+		var fresh []*queue.Task
+		require.Eventually(t, func() bool { fresh = b.claim(t, queue.DefaultQueue, 1); return len(fresh) == 1 },
+			10*time.Second, 50*time.Millisecond, "the reclaimed task must become claimable after its back-off")
+		require.Equal(t, id, fresh[0].ID)
+		require.Equal(t, 2, fresh[0].Attempts)
+		require.NotEqual(t, old[0].LeaseToken, fresh[0].LeaseToken)
+
+		out, err := b.s.Finish(b.ctx, []queue.Attempt{attempt(old[0], queue.OutcomeSucceeded, "")})
+		require.NoError(t, err)
+		require.ErrorIs(t, out[0].Err, queue.ErrLeaseLost, "the old holder must not finish the task")
+		hb, err := b.s.Heartbeat(b.ctx, []queue.Lease{old[0].Lease(), fresh[0].Lease()}, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, []int64{id}, hb.Lost, "the old lease is lost")
+		require.ErrorIs(t, b.s.SetSession(b.ctx, old[0].Lease(), "99"), queue.ErrLeaseLost)
+		_, err = b.s.Release(b.ctx, []queue.Attempt{attempt(old[0], queue.OutcomeCancelled, "")})
+		require.NoError(t, err)
+		require.Equal(t, queue.StateRunning, b.get(t, id).State, "the stale release changed nothing")
+		require.Equal(t, queue.StateSucceeded, b.finish(t, fresh[0], queue.OutcomeSucceeded, "").State)
+	},
+	"lost_with_no_attempts_left_fails": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		id := b.enqueue(t, queue.NewTask{Body: "SELECT 1", MaxAttempts: 1})[0]
+		_, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "x", Limit: 1, LeaseDuration: 100 * time.Millisecond})
+		require.NoError(t, err)
+		time.Sleep(400 * time.Millisecond)
+		res := mustReclaim(t, b)
+		require.Len(t, res, 1)
+		require.Equal(t, queue.StateFailed, res[0].State)
+		task := b.get(t, id)
+		require.Equal(t, queue.StateFailed, task.State)
+		require.Contains(t, task.LastError, "lease")
+	},
+	"heartbeat_keeps_a_lease": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.enqueue(t, queue.NewTask{Body: "SELECT 1"})
+		got, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "x", Limit: 1, LeaseDuration: 600 * time.Millisecond})
+		require.NoError(t, err)
+		for i := 0; i < 4; i++ {
+			time.Sleep(250 * time.Millisecond)
+			hb, err := b.s.Heartbeat(b.ctx, []queue.Lease{got[0].Lease()}, 600*time.Millisecond)
+			require.NoError(t, err)
+			require.Empty(t, hb.Lost)
+		}
+		require.Empty(t, mustReclaim(t, b), "a heartbeated lease must not expire")
+		require.NoError(t, b.s.SetSession(b.ctx, got[0].Lease(), "53"))
+		require.Equal(t, "53", b.get(t, got[0].ID).SessionID)
+	},
+	"release_gives_the_task_back_now": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		id := b.enqueue(t, queue.NewTask{Body: "SELECT 1", MaxAttempts: 1, Group: "g"})[0]
+		got := b.claim(t, queue.DefaultQueue, 1)
+		res, err := b.s.Release(b.ctx, []queue.Attempt{attempt(got[0], queue.OutcomeCancelled, "released at shutdown")})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+		require.Equal(t, queue.StatePending, res[0].State)
+		again := b.claim(t, queue.DefaultQueue, 1)
+		require.Equal(t, []int64{id}, ids(again), "a released task is claimable at once, group slot freed")
+		recs, err := b.s.TaskAttempts(b.ctx, id)
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		require.Equal(t, queue.OutcomeCancelled, recs[0].Outcome)
+	},
+}
+
+func mustReclaim(t *testing.T, b bundle) []queue.FinishResult {
+	t.Helper()
+	res, err := b.s.ReclaimExpired(b.ctx, 100)
+	require.NoError(t, err)
+	for _, r := range res {
+		if r.Err != nil && !errors.Is(r.Err, queue.ErrLeaseLost) {
+			t.Fatalf("reclaim of %d: %v", r.TaskID, r.Err)
+		}
+	}
+	return res
+}

@@ -1,0 +1,126 @@
+// Package queuetest is the conformance suite every queue.Store dialect must
+// pass. Each dialect's test file calls Exercise with a Harness that opens a
+// fresh store on an empty database; a behaviour is added by extending this
+// suite, never by a dialect-only test.
+package queuetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+)
+
+// Harness is what a dialect gives the suite.
+type Harness struct {
+	// NewStore returns an unmigrated store on a fresh, empty database and
+	// registers its Close with t.Cleanup.
+	NewStore func(t *testing.T) queue.Store
+	// Exec runs one statement on the store's database outside the store (the
+	// suite uses it to fake a schema from the future).
+	Exec func(t *testing.T, s queue.Store, query string)
+	// SerialWriters is true for SQLite: one writer at a time, so the suite
+	// shows that claims stay short and readers are not blocked, instead of two
+	// claimers overlapping.
+	SerialWriters bool
+}
+
+// Exercise runs every conformance test against h.
+func Exercise(t *testing.T, h Harness) {
+	groups := []struct {
+		name  string
+		tests map[string]func(*testing.T, Harness)
+	}{
+		{"schema", schemaTests},
+		{"enqueue", enqueueTests},
+		{"claim", claimTests},
+		{"concurrency", concurrencyTests},
+		{"groups", groupTests},
+		{"chains", chainTests},
+		{"leases", leaseTests},
+		{"finish", finishTests},
+		{"transactional", transactionalTests},
+		{"reads", readTests},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for name, fn := range g.tests {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					fn(t, h)
+				})
+			}
+		})
+	}
+}
+
+// bundle is what most tests start from: a migrated store and a context.
+type bundle struct {
+	ctx context.Context
+	s   queue.Store
+}
+
+func setup(t *testing.T, h Harness) bundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	s := h.NewStore(t)
+	require.NoError(t, s.Migrate(ctx), "migrating a fresh database")
+	return bundle{ctx: ctx, s: s}
+}
+
+func intp(v int) *int { return &v }
+
+// past is an available_at safely before the database clock's now.
+func past(d time.Duration) time.Time { return time.Now().Add(-time.Hour - d) }
+
+// enqueue writes tasks and fails the test on error.
+func (b bundle) enqueue(t *testing.T, tasks ...queue.NewTask) []int64 {
+	t.Helper()
+	ids, err := b.s.Enqueue(b.ctx, tasks)
+	require.NoError(t, err, "enqueueing %d tasks", len(tasks))
+	require.Len(t, ids, len(tasks))
+	return ids
+}
+
+// claim claims up to n tasks of queue q with a 1-minute lease.
+func (b bundle) claim(t *testing.T, q string, n int) []*queue.Task {
+	t.Helper()
+	got, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: q, Owner: "test/" + t.Name(), Limit: n, LeaseDuration: time.Minute})
+	require.NoError(t, err, "claiming %d from %s", n, q)
+	return got
+}
+
+// finish ends one claimed task with the outcome and fails the test on error.
+func (b bundle) finish(t *testing.T, task *queue.Task, o queue.Outcome, errText string) queue.FinishResult {
+	t.Helper()
+	res, err := b.s.Finish(b.ctx, []queue.Attempt{attempt(task, o, errText)})
+	require.NoError(t, err, "finishing task %d as %s", task.ID, o)
+	require.Len(t, res, 1)
+	require.NoError(t, res[0].Err, "finishing task %d as %s", task.ID, o)
+	return res[0]
+}
+
+func attempt(task *queue.Task, o queue.Outcome, errText string) queue.Attempt {
+	now := time.Now()
+	return queue.Attempt{Lease: task.Lease(), Outcome: o, Error: errText, Node: "node-t", Worker: "w1",
+		SessionID: "42", StartedAt: now.Add(-10 * time.Millisecond), FinishedAt: now, RowsAffected: 1}
+}
+
+func (b bundle) get(t *testing.T, id int64) *queue.Task {
+	t.Helper()
+	task, err := b.s.Get(b.ctx, id)
+	require.NoError(t, err, "getting task %d", id)
+	return task
+}
+
+func ids(tasks []*queue.Task) []int64 {
+	out := make([]int64, len(tasks))
+	for i, t := range tasks {
+		out[i] = t.ID
+	}
+	return out
+}

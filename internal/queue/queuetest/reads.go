@@ -1,0 +1,90 @@
+package queuetest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+)
+
+var readTests = map[string]func(*testing.T, Harness){
+	"list_filters_and_keyset_pages": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		var tasks []queue.NewTask
+		for i := 0; i < 90; i++ {
+			tasks = append(tasks, queue.NewTask{Body: "SELECT 1", Queue: fmt.Sprintf("q%d", i%3),
+				Group: fmt.Sprintf("g%d", i%2), Chain: fmt.Sprintf("c%d", i%5), Stage: i % 4})
+		}
+		b.enqueue(t, tasks...)
+		b.claim(t, "q0", 1) // one running task in q0 (stage 0 of some chain)
+
+		var all []int64
+		for before := int64(0); ; {
+			page, err := b.s.List(b.ctx, queue.ListParams{Before: before, Limit: 7})
+			require.NoError(t, err)
+			if len(page) == 0 {
+				break
+			}
+			require.LessOrEqual(t, len(page), 7)
+			for _, task := range page {
+				all = append(all, task.ID)
+			}
+			before = page[len(page)-1].ID
+		}
+		require.Len(t, all, 90, "paging must visit every task once")
+		for i := 1; i < len(all); i++ {
+			require.Greater(t, all[i-1], all[i], "newest first")
+		}
+
+		count := func(p queue.ListParams) int {
+			p.Limit = 1000
+			got, err := b.s.List(b.ctx, p)
+			require.NoError(t, err)
+			for _, task := range got {
+				require.True(t, p.State == "" || task.State == p.State)
+				require.True(t, p.Queue == "" || task.Queue == p.Queue)
+				require.True(t, p.Group == "" || task.Group == p.Group)
+				require.True(t, p.Chain == "" || task.Chain == p.Chain)
+			}
+			return len(got)
+		}
+		require.Equal(t, 30, count(queue.ListParams{Queue: "q1"}))
+		require.Equal(t, 45, count(queue.ListParams{Group: "g1"}))
+		require.Equal(t, 18, count(queue.ListParams{Chain: "c2"}))
+		require.Equal(t, 1, count(queue.ListParams{State: queue.StateRunning}))
+		require.Equal(t, 1, count(queue.ListParams{State: queue.StateRunning, Queue: "q0"}))
+		require.Equal(t, 29, count(queue.ListParams{State: queue.StatePending, Queue: "q0"}))
+		require.Equal(t, 15, count(queue.ListParams{Queue: "q2", Group: "g0"}))
+
+		_, err := b.s.List(b.ctx, queue.ListParams{State: "bogus"})
+		require.True(t, queue.IsValidation(err), "an unknown state is a validation error, got %v", err)
+		_, err = b.s.Get(b.ctx, 123456789)
+		require.ErrorIs(t, err, queue.ErrNotFound)
+	},
+	"queues_count_per_state": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		for i := 0; i < 5; i++ {
+			b.enqueue(t, queue.NewTask{Body: "SELECT 1", Queue: "counted"})
+		}
+		got := b.claim(t, "counted", 3)
+		b.finish(t, got[0], queue.OutcomeSucceeded, "")
+		b.enqueue(t, queue.NewTask{Body: "SELECT 1", Queue: "other"})
+		_, err := b.s.UpdateQueue(b.ctx, "idle", queue.QueueUpdate{Workers: intp(2), Actor: "t"})
+		require.NoError(t, err)
+		c := queueCounts(t, b, "counted")
+		require.Equal(t, int64(2), c[queue.StatePending])
+		require.Equal(t, int64(2), c[queue.StateRunning])
+		require.Equal(t, int64(1), c[queue.StateSucceeded])
+		require.Equal(t, int64(1), queueCounts(t, b, "other")[queue.StatePending])
+		require.Zero(t, queueCounts(t, b, "idle")[queue.StatePending], "a queue with settings but no tasks is listed")
+	},
+	"why_a_task_waits": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		id := b.enqueue(t, queue.NewTask{Body: "SELECT 1", Group: "mutex"}, queue.NewTask{Body: "SELECT 1", Group: "mutex"})
+		b.claim(t, queue.DefaultQueue, 1)
+		require.Contains(t, b.get(t, id[1]).Why, "group mutex is full (1 of 1 running)")
+		require.Empty(t, b.get(t, id[0]).Why, "a running task does not wait")
+	},
+}

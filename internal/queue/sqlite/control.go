@@ -1,0 +1,181 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// Heartbeat implements queue.Store.
+func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.Duration) (queue.HeartbeatResult, error) {
+	var out queue.HeartbeatResult
+	err := s.write(ctx, "heartbeating leases", func(tx *sql.Tx, now int64) error {
+		for _, l := range leases {
+			var cancel bool
+			err := tx.QueryRow(`UPDATE readpast_tasks SET lease_expires_at = ?
+				WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING cancel_requested`,
+				now+lease.Microseconds(), l.TaskID, l.Token).Scan(&cancel)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				out.Lost = append(out.Lost, l.TaskID)
+			case err != nil:
+				return err
+			case cancel:
+				out.CancelRequested = append(out.CancelRequested, l.TaskID)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SetSession implements queue.Store.
+func (s *Store) SetSession(ctx context.Context, l queue.Lease, sessionID string) error {
+	return s.write(ctx, fmt.Sprintf("recording session of task %d", l.TaskID), func(tx *sql.Tx, _ int64) error {
+		r, err := tx.Exec(`UPDATE readpast_tasks SET session_id = ? WHERE id = ? AND lease_token = ? AND state = 'running'`,
+			sessionID, l.TaskID, l.Token)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return queue.ErrLeaseLost
+		}
+		return nil
+	})
+}
+
+// Cancel implements queue.Store.
+func (s *Store) Cancel(ctx context.Context, id int64, actor string) (queue.State, error) {
+	var st queue.State
+	err := s.write(ctx, fmt.Sprintf("cancelling task %d", id), func(tx *sql.Tx, now int64) error {
+		var chain sql.NullString
+		var stage int
+		err := tx.QueryRow(`SELECT state, chain, stage FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage)
+		if errors.Is(err, sql.ErrNoRows) {
+			return queue.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		switch st {
+		case queue.StateRunning:
+			if _, err := tx.Exec(`UPDATE readpast_tasks SET cancel_requested = 1, finished_by = ? WHERE id = ?`, actor, id); err != nil {
+				return err
+			}
+		case queue.StatePending:
+			st = queue.StateCancelled
+			_, err := tx.Exec(`UPDATE readpast_tasks SET state = 'cancelled', finished_at = ?, finished_by = ?,
+				last_error = ?, chain_wait = 0 WHERE id = ?`, now, actor, "cancelled by "+actor, id)
+			if err != nil {
+				return err
+			}
+			if chain.Valid {
+				if err := chainEnded(tx, now, chain.String, id, stage, st); err != nil {
+					return err
+				}
+			}
+		default:
+			return fmt.Errorf("%w: task %d is %s; only pending or running tasks can be cancelled", queue.ErrInvalidState, id, st)
+		}
+		return s.audit(tx, now, actor, "cancel", taskTarget(id), string(st))
+	})
+	return st, err
+}
+
+// Retry implements queue.Store.
+func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
+	return s.write(ctx, fmt.Sprintf("retrying task %d", id), func(tx *sql.Tx, now int64) error {
+		var st queue.State
+		var chain sql.NullString
+		var stage int
+		err := tx.QueryRow(`SELECT state, chain, stage FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage)
+		if errors.Is(err, sql.ErrNoRows) {
+			return queue.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if st != queue.StateFailed && st != queue.StateCancelled {
+			return fmt.Errorf("%w: task %d is %s; only failed or cancelled tasks can be retried", queue.ErrInvalidState, id, st)
+		}
+		_, err = tx.Exec(`UPDATE readpast_tasks SET state = 'pending', available_at = ?, retry_base = attempts,
+			finished_at = NULL, finished_by = NULL, cancel_requested = 0, chain_cancelled = 0 WHERE id = ?`, now, id)
+		if err != nil {
+			return err
+		}
+		if chain.Valid {
+			_, err := tx.Exec(`UPDATE readpast_tasks SET state = 'pending', chain_cancelled = 0, finished_at = NULL
+				WHERE chain = ? AND state = 'cancelled' AND chain_cancelled = 1 AND stage > ?`, chain.String, stage)
+			if err != nil {
+				return fmt.Errorf("reopening chain %s: %w", chain.String, err)
+			}
+			if err := refreshChain(tx, chain.String); err != nil {
+				return err
+			}
+		}
+		return s.audit(tx, now, actor, "retry", taskTarget(id), "")
+	})
+}
+
+// UpdateQueue implements queue.Store.
+func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdate) (*queue.Queue, error) {
+	if err := queue.CheckQueueUpdate(name, u); err != nil {
+		return nil, err
+	}
+	err := s.write(ctx, "updating queue "+name, func(tx *sql.Tx, now int64) error {
+		if _, err := tx.Exec(`INSERT INTO readpast_queues (name, updated_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, name, now); err != nil {
+			return err
+		}
+		var paused sql.NullInt64
+		if u.Paused != nil {
+			paused = sql.NullInt64{Int64: int64(boolInt(*u.Paused)), Valid: true}
+		}
+		_, err := tx.Exec(`UPDATE readpast_queues SET
+			workers = COALESCE(?, workers),
+			max_running = CASE WHEN ? THEN NULL ELSE COALESCE(?, max_running) END,
+			paused = COALESCE(?, paused), updated_at = ?, updated_by = ?
+			WHERE name = ?`, intOrNull(u.Workers), u.ClearMaxRunning, intOrNull(u.MaxRunning), paused, now, u.Actor, name)
+		if err != nil {
+			return err
+		}
+		return s.audit(tx, now, u.Actor, "update_queue", "queue "+name, u.Describe())
+	})
+	if err != nil {
+		return nil, err
+	}
+	qs, err := s.queues(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &qs[0], nil
+}
+
+// SetGroupLimit implements queue.Store.
+func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, actor string) error {
+	if err := queue.CheckGroupLimit(name, maxRunning); err != nil {
+		return err
+	}
+	return s.write(ctx, "setting limit of group "+name, func(tx *sql.Tx, now int64) error {
+		_, err := tx.Exec(`INSERT INTO readpast_groups (name, max_running, updated_at, updated_by) VALUES (?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
+			updated_at = excluded.updated_at, updated_by = excluded.updated_by`, name, maxRunning, now, actor)
+		if err != nil {
+			return err
+		}
+		return s.audit(tx, now, actor, "set_group_limit", "group "+name, strconv.Itoa(maxRunning))
+	})
+}
+
+func intOrNull(p *int) sql.NullInt64 {
+	if p == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: int64(*p), Valid: true}
+}
+
+func taskTarget(id int64) string { return "task " + strconv.FormatInt(id, 10) }

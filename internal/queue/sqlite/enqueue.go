@@ -1,0 +1,85 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"readpast/internal/queue"
+)
+
+// Enqueue implements queue.Store.
+func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, error) {
+	tasks, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, len(tasks))
+	err = s.write(ctx, "enqueueing tasks", func(tx *sql.Tx, now int64) error {
+		chains := map[string]bool{}
+		for _, t := range tasks {
+			if err := ensureRows(tx, now, t); err != nil {
+				return err
+			}
+			if t.Chain != "" {
+				chains[t.Chain] = true
+			}
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO readpast_tasks
+			(queue, body, priority, available_at, group_name, chain, stage, continue_on_failure,
+			 max_attempts, timeout_ms, transactional, created_at, created_by)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for _, t := range tasks {
+			at := now + t.Delay.Microseconds()
+			if !t.AvailableAt.IsZero() {
+				at = micros(t.AvailableAt)
+			}
+			res, err := ins.ExecContext(ctx, t.Queue, t.Body, *t.Priority, at, nullString(t.Group), nullString(t.Chain),
+				t.Stage, boolInt(t.ContinueOnFailure), t.MaxAttempts, t.Timeout.Milliseconds(), boolInt(t.Transactional), now, t.CreatedBy)
+			if err != nil {
+				return fmt.Errorf("inserting task: %w", err)
+			}
+			id, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		for c := range chains {
+			if err := refreshChain(tx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// ensureRows creates the queue, group and chain rows a task names.
+func ensureRows(tx *sql.Tx, now int64, t queue.NewTask) error {
+	if _, err := tx.Exec(`INSERT INTO readpast_queues (name, updated_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, t.Queue, now); err != nil {
+		return fmt.Errorf("creating queue %s: %w", t.Queue, err)
+	}
+	if t.Group != "" {
+		if _, err := tx.Exec(`INSERT INTO readpast_groups (name, updated_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, t.Group, now); err != nil {
+			return fmt.Errorf("creating group %s: %w", t.Group, err)
+		}
+	}
+	if t.Chain != "" {
+		// continue_on_failure is the chain's policy: set by any of its tasks.
+		_, err := tx.Exec(`INSERT INTO readpast_chains (name, continue_on_failure, created_at) VALUES (?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET continue_on_failure = max(continue_on_failure, excluded.continue_on_failure)`,
+			t.Chain, boolInt(t.ContinueOnFailure), now)
+		if err != nil {
+			return fmt.Errorf("creating chain %s: %w", t.Chain, err)
+		}
+	}
+	return nil
+}

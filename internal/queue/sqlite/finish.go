@@ -1,0 +1,201 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"readpast/internal/queue"
+)
+
+// Finish implements queue.Store.
+func (s *Store) Finish(ctx context.Context, attempts []queue.Attempt) ([]queue.FinishResult, error) {
+	return s.endAll(ctx, "finishing attempts", attempts, false)
+}
+
+// Release implements queue.Store.
+func (s *Store) Release(ctx context.Context, attempts []queue.Attempt) ([]queue.FinishResult, error) {
+	return s.endAll(ctx, "releasing tasks", attempts, true)
+}
+
+func (s *Store) endAll(ctx context.Context, what string, attempts []queue.Attempt, release bool) ([]queue.FinishResult, error) {
+	for _, a := range attempts {
+		if err := queue.CheckFinishOutcome(a.Outcome); err != nil {
+			return nil, err
+		}
+	}
+	var out []queue.FinishResult
+	err := s.write(ctx, what, func(tx *sql.Tx, now int64) error {
+		out = make([]queue.FinishResult, len(attempts))
+		for i, a := range attempts {
+			r, err := endAttempt(tx, now, a, release)
+			if err != nil {
+				return err
+			}
+			out[i] = r
+		}
+		return nil
+	})
+	return out, err
+}
+
+// endAttempt moves one held task on and writes its execution-log row. A lease
+// that is not current gives a result with ErrLeaseLost and changes nothing.
+func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.FinishResult, error) {
+	res := queue.FinishResult{TaskID: a.TaskID}
+	var (
+		q                                  string
+		group, chain                       sql.NullString
+		stage, attempts, retryBase, maxAtt int
+	)
+	err := tx.QueryRow(`SELECT queue, group_name, chain, stage, attempts, retry_base, max_attempts
+		FROM readpast_tasks WHERE id = ? AND lease_token = ? AND state = 'running'`, a.TaskID, a.Token).
+		Scan(&q, &group, &chain, &stage, &attempts, &retryBase, &maxAtt)
+	if errors.Is(err, sql.ErrNoRows) {
+		res.Err = fmt.Errorf("task %d: %w", a.TaskID, queue.ErrLeaseLost)
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("reading task %d: %w", a.TaskID, err)
+	}
+	next, retryIn := queue.AfterAttempt(a.Outcome, attempts, retryBase, maxAtt, release)
+	res.State = next
+	var finished sql.NullInt64
+	available := sql.NullInt64{}
+	if next == queue.StatePending {
+		res.Retry = fromMicros(now + retryIn.Microseconds())
+		available = sql.NullInt64{Int64: now + retryIn.Microseconds(), Valid: true}
+	} else {
+		finished = sql.NullInt64{Int64: now, Valid: true}
+	}
+	lastErr := nullString(a.Error)
+	_, err = tx.Exec(`UPDATE readpast_tasks
+		SET state = ?, available_at = COALESCE(?, available_at), finished_at = ?,
+		    last_error = COALESCE(?, last_error),
+		    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
+		WHERE id = ?`, next, available, finished, lastErr, a.TaskID)
+	if err != nil {
+		return res, fmt.Errorf("updating task %d: %w", a.TaskID, err)
+	}
+	if group.Valid {
+		if _, err := tx.Exec(`UPDATE readpast_groups SET running = max(running - 1, 0) WHERE name = ?`, group.String); err != nil {
+			return res, fmt.Errorf("counting group %s: %w", group.String, err)
+		}
+	}
+	if err := logAttempt(tx, a, attempts, q); err != nil {
+		return res, err
+	}
+	if chain.Valid && next.Finished() {
+		if err := chainEnded(tx, now, chain.String, a.TaskID, stage, next); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func logAttempt(tx *sql.Tx, a queue.Attempt, attempt int, q string) error {
+	started, finished := micros(a.StartedAt), micros(a.FinishedAt)
+	if a.StartedAt.IsZero() {
+		started = finished
+	}
+	_, err := tx.Exec(`INSERT INTO readpast_attempts
+		(task_id, attempt, queue, node, worker, session_id, started_at, finished_at, duration_ms,
+		 outcome, error, rows_affected, messages)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.TaskID, attempt, q, a.Node, a.Worker, a.SessionID, started, finished, (finished-started)/1000,
+		a.Outcome, a.Error, a.RowsAffected, a.Messages)
+	if err != nil {
+		return fmt.Errorf("writing execution log of task %d: %w", a.TaskID, err)
+	}
+	return nil
+}
+
+// ReclaimExpired implements queue.Store.
+func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishResult, error) {
+	if limit < 1 {
+		limit = 100
+	}
+	var out []queue.FinishResult
+	err := s.write(ctx, "reclaiming expired leases", func(tx *sql.Tx, now int64) error {
+		rows, err := tx.Query(`SELECT id, lease_token, lease_owner, started_at, session_id FROM readpast_tasks
+			WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`, now, limit)
+		if err != nil {
+			return err
+		}
+		var lost []queue.Attempt
+		for rows.Next() {
+			var a queue.Attempt
+			var owner, session sql.NullString
+			var started sql.NullInt64
+			if err := rows.Scan(&a.TaskID, &a.Token, &owner, &started, &session); err != nil {
+				rows.Close()
+				return err
+			}
+			a.Node, a.Worker = queue.SplitOwner(owner.String)
+			a.SessionID = session.String
+			a.StartedAt, a.FinishedAt = nullMicros(started), fromMicros(now)
+			a.Outcome, a.Error = queue.OutcomeLost, queue.LostError(owner.String)
+			lost = append(lost, a)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, a := range lost {
+			r, err := endAttempt(tx, now, a, false)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RunTransactional implements queue.Store.
+func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.FinishResult, error) {
+	a.Outcome = queue.OutcomeSucceeded
+	var res queue.FinishResult
+	var bodyErr error
+	err := s.write(ctx, fmt.Sprintf("running transactional task %d", a.TaskID), func(tx *sql.Tx, now int64) error {
+		// total_changes() counts rows written on this connection; sqlite3_changes()
+		// would repeat the last DML's count after a DDL statement.
+		var before, after int64
+		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
+			return err
+		}
+		for _, batch := range queue.SplitGo(body) {
+			if _, err := tx.ExecContext(ctx, batch); err != nil {
+				bodyErr = err
+				return err
+			}
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
+			return err
+		}
+		a.RowsAffected = after - before
+		a.FinishedAt = fromMicros(now)
+		var err error
+		res, err = endAttempt(tx, now, a, false)
+		if err != nil {
+			return err
+		}
+		return res.Err // a lost lease rolls the body back
+	})
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, queue.ErrLeaseLost):
+		return res, err
+	case bodyErr == nil:
+		return res, err
+	}
+	a.Outcome, a.Error, a.RowsAffected = queue.OutcomeFailed, bodyErr.Error(), 0
+	out, err := s.Finish(ctx, []queue.Attempt{a})
+	if err != nil {
+		return queue.FinishResult{TaskID: a.TaskID}, err
+	}
+	return out[0], out[0].Err
+}

@@ -1,0 +1,265 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+const taskColumns = `id, queue, body, priority, available_at, group_name, chain, stage, chain_wait,
+	continue_on_failure, max_attempts, timeout_ms, transactional, state, attempts, lease_owner,
+	lease_token, lease_expires_at, session_id, cancel_requested, created_at, created_by,
+	started_at, finished_at, last_error`
+
+type scanner interface{ Scan(...any) error }
+
+func scanTask(r scanner) (*queue.Task, error) {
+	var (
+		t                                     queue.Task
+		avail, created                        int64
+		group, chain, owner, session, lastErr sql.NullString
+		token, expires, started, finished     sql.NullInt64
+		timeoutMS                             int64
+	)
+	err := r.Scan(&t.ID, &t.Queue, &t.Body, &t.Priority, &avail, &group, &chain, &t.Stage, &t.ChainWait,
+		&t.ContinueOnFailure, &t.MaxAttempts, &timeoutMS, &t.Transactional, &t.State, &t.Attempts, &owner,
+		&token, &expires, &session, &t.CancelRequested, &created, &t.CreatedBy, &started, &finished, &lastErr)
+	if err != nil {
+		return nil, err
+	}
+	t.AvailableAt, t.CreatedAt = fromMicros(avail), fromMicros(created)
+	t.Group, t.Chain, t.LeaseOwner, t.SessionID, t.LastError = group.String, chain.String, owner.String, session.String, lastErr.String
+	t.LeaseToken = token.Int64
+	t.LeaseExpiresAt, t.StartedAt, t.FinishedAt = nullMicros(expires), nullMicros(started), nullMicros(finished)
+	t.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	return &t, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// getTasks reads tasks by id, in the order of ids.
+func getTasks(ctx context.Context, q querier, ids []int64) ([]*queue.Task, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+taskColumns+` FROM readpast_tasks WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading tasks: %w", err)
+	}
+	defer rows.Close()
+	byID := map[int64]*queue.Task{}
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		byID[t.ID] = t
+	}
+	out := make([]*queue.Task, 0, len(ids))
+	for _, id := range ids {
+		if t := byID[id]; t != nil {
+			out = append(out, t)
+		}
+	}
+	return out, rows.Err()
+}
+
+// Get implements queue.Store.
+func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
+	t, err := scanTask(s.r.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM readpast_tasks WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("task %d: %w", id, queue.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading task %d: %w", id, err)
+	}
+	if t.State == queue.StatePending {
+		if t.Why, err = s.why(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (s *Store) why(ctx context.Context, t *queue.Task) (string, error) {
+	w := queue.WaitInfo{Now: s.nowFor(), AvailableAt: t.AvailableAt, Queue: t.Queue, Chain: t.Chain, ChainWait: t.ChainWait, Group: t.Group}
+	var maxRunning sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT paused, max_running, (SELECT count(*) FROM readpast_tasks WHERE state = 'running' AND queue = ?1)
+		FROM readpast_queues WHERE name = ?1`, t.Queue).Scan(&w.QueuePaused, &maxRunning, &w.QueueRunning)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("reading queue %s: %w", t.Queue, err)
+	}
+	if maxRunning.Valid {
+		m := int(maxRunning.Int64)
+		w.QueueMax = &m
+	}
+	if t.Group != "" {
+		err := s.r.QueryRowContext(ctx, `SELECT running, max_running FROM readpast_groups WHERE name = ?`, t.Group).Scan(&w.GroupRunning, &w.GroupMax)
+		if err != nil {
+			return "", fmt.Errorf("reading group %s: %w", t.Group, err)
+		}
+	}
+	if t.ChainWait {
+		err := s.r.QueryRowContext(ctx, `SELECT stage, count(*) FROM readpast_tasks
+			WHERE chain = ? AND state IN ('pending','running') GROUP BY stage ORDER BY stage LIMIT 1`, t.Chain).Scan(&w.ChainStage, &w.ChainOpen)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("reading chain %s: %w", t.Chain, err)
+		}
+	}
+	return w.Why(), nil
+}
+
+// List implements queue.Store.
+func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
+	limit, err := queue.CheckList(p)
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if p.State != "" {
+		add("state = ?", string(p.State))
+	}
+	if p.Queue != "" {
+		add("queue = ?", p.Queue)
+	}
+	if p.Group != "" {
+		add("group_name = ?", p.Group)
+	}
+	if p.Chain != "" {
+		add("chain = ?", p.Chain)
+	}
+	if p.Before > 0 {
+		add("id < ?", p.Before)
+	}
+	q := `SELECT ` + taskColumns + ` FROM readpast_tasks`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("listing tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []*queue.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Queues implements queue.Store.
+func (s *Store) Queues(ctx context.Context) ([]queue.Queue, error) { return s.queues(ctx, "") }
+
+// queues lists every queue, or only the named one.
+func (s *Store) queues(ctx context.Context, only string) ([]queue.Queue, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by
+		FROM readpast_queues WHERE ?1 = '' OR name = ?1 ORDER BY name`, only)
+	if err != nil {
+		return nil, fmt.Errorf("listing queues: %w", err)
+	}
+	var out []queue.Queue
+	index := map[string]int{}
+	for rows.Next() {
+		var q queue.Queue
+		var workers, maxRunning sql.NullInt64
+		var updated int64
+		if err := rows.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		q.Workers, q.MaxRunning, q.UpdatedAt = intPtr(workers), intPtr(maxRunning), fromMicros(updated)
+		q.Counts = map[queue.State]int64{}
+		index[q.Name] = len(out)
+		out = append(out, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	counts, err := s.r.QueryContext(ctx, `SELECT queue, state, count(*) FROM readpast_tasks
+		WHERE ?1 = '' OR queue = ?1 GROUP BY queue, state`, only)
+	if err != nil {
+		return nil, fmt.Errorf("counting tasks per queue: %w", err)
+	}
+	defer counts.Close()
+	for counts.Next() {
+		var name string
+		var st queue.State
+		var n int64
+		if err := counts.Scan(&name, &st, &n); err != nil {
+			return nil, err
+		}
+		if i, ok := index[name]; ok {
+			out[i].Counts[st] = n
+		}
+	}
+	return out, counts.Err()
+}
+
+func intPtr(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	i := int(v.Int64)
+	return &i
+}
+
+// Groups implements queue.Store.
+func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name, max_running, running, updated_at, updated_by FROM readpast_groups ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("listing groups: %w", err)
+	}
+	defer rows.Close()
+	var out []queue.Group
+	for rows.Next() {
+		var g queue.Group
+		var updated int64
+		if err := rows.Scan(&g.Name, &g.MaxRunning, &g.Running, &updated, &g.UpdatedBy); err != nil {
+			return nil, err
+		}
+		g.UpdatedAt = fromMicros(updated)
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// TaskAttempts implements queue.Store.
+func (s *Store) TaskAttempts(ctx context.Context, taskID int64) ([]queue.AttemptRecord, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, task_id, attempt, queue, node, worker, session_id, started_at,
+		finished_at, duration_ms, outcome, error, rows_affected, messages
+		FROM readpast_attempts WHERE task_id = ? ORDER BY attempt, id`, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("reading attempts of task %d: %w", taskID, err)
+	}
+	defer rows.Close()
+	var out []queue.AttemptRecord
+	for rows.Next() {
+		var r queue.AttemptRecord
+		var started, finished, ms int64
+		if err := rows.Scan(&r.ID, &r.TaskID, &r.Attempt, &r.Queue, &r.Node, &r.Worker, &r.SessionID, &started,
+			&finished, &ms, &r.Outcome, &r.Error, &r.RowsAffected, &r.Messages); err != nil {
+			return nil, err
+		}
+		r.StartedAt, r.FinishedAt, r.Duration = fromMicros(started), fromMicros(finished), time.Duration(ms)*time.Millisecond
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,173 @@
+// Package sqlite is the embedded, zero-setup queue.Store: one SQLite file in WAL
+// mode through modernc.org/sqlite (pure Go). SQLite has one writer at a time, so
+// the store keeps one writer connection (every write is a short BEGIN IMMEDIATE
+// transaction) and a separate pool of read-only connections, so dashboard reads
+// never wait for a claim.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	msqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"readpast/internal/queue"
+)
+
+const dialect = "sqlite"
+
+// Store is the SQLite queue.Store.
+type Store struct {
+	path   string
+	w      *sql.DB // one connection: SQLite's single writer
+	r      *sql.DB // read-only pool
+	opts   queue.Options
+	log    *slog.Logger
+	nowFor func() time.Time
+}
+
+var _ queue.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the SQLite file at path. It does not migrate.
+func Open(ctx context.Context, path string, opts queue.Options) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	// busy_timeout covers other processes on the same file; synchronous stays FULL
+	// (the default) because a queue must not lose a committed completion.
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(on)"
+	w, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+pragmas+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite file %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("opening sqlite file %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("opening sqlite file %s for reading: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	return &Store{path: path, w: w, r: r, opts: opts, log: log, nowFor: time.Now}, nil
+}
+
+func escapePath(p string) string {
+	return strings.ReplaceAll(url.PathEscape(p), "%2F", "/")
+}
+
+// Dialect implements queue.Store.
+func (s *Store) Dialect() string { return dialect }
+
+// Close implements queue.Store.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Migrate implements queue.Store.
+func (s *Store) Migrate(ctx context.Context) error {
+	drv, err := s.migrateDriver(ctx)
+	if err != nil {
+		return err
+	}
+	return queue.MigrateUp(dialect, drv)
+}
+
+// SchemaVersion implements queue.Store.
+func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
+	drv, err := s.migrateDriver(ctx)
+	if err != nil {
+		return queue.SchemaStatus{}, err
+	}
+	return queue.Status(dialect, drv)
+}
+
+// migrateDriver wraps the writer; golang-migrate's driver takes its own connection
+// from the pool, which here is the single writer, so migrations never race writes.
+func (s *Store) migrateDriver(ctx context.Context) (*msqlite.Sqlite, error) {
+	if err := s.w.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("connecting to sqlite file %s: %w", s.path, err)
+	}
+	drv, err := msqlite.WithInstance(s.w, &msqlite.Config{MigrationsTable: queue.MigrationsTable})
+	if err != nil {
+		return nil, fmt.Errorf("preparing sqlite migrations: %w", err)
+	}
+	return drv.(*msqlite.Sqlite), nil
+}
+
+// write runs fn in one write transaction on the single writer connection.
+func (s *Store) write(ctx context.Context, what string, fn func(tx *sql.Tx, now int64) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: beginning transaction: %w", what, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(tx, s.now()); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: committing: %w", what, err)
+	}
+	return nil
+}
+
+func (s *Store) now() int64 { return s.nowFor().UnixMicro() }
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func nullMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// newToken returns a random positive 63-bit fencing token.
+func newToken() int64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("reading random bytes for a lease token: %v", err))
+	}
+	v := int64(binary.BigEndian.Uint64(b[:]) >> 1)
+	if v == 0 {
+		v = 1
+	}
+	return v
+}
+
+func (s *Store) audit(tx *sql.Tx, now int64, actor, action, target, detail string) error {
+	_, err := tx.Exec(`INSERT INTO readpast_audit (at, actor, action, target, detail) VALUES (?, ?, ?, ?, ?)`,
+		now, actor, action, target, detail)
+	if err != nil {
+		return fmt.Errorf("recording audit row: %w", err)
+	}
+	return nil
+}
