@@ -3,8 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strings"
 	"log/slog"
+	"strings"
 	"time"
 )
 
