@@ -177,14 +177,11 @@ func (s *Store) queues(ctx context.Context, only string) ([]queue.Queue, error) 
 	var out []queue.Queue
 	index := map[string]int{}
 	for rows.Next() {
-		var q queue.Queue
-		var workers, maxRunning sql.NullInt64
-		var updated int64
-		if err := rows.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy); err != nil {
+		q, err := scanQueue(rows)
+		if err != nil {
 			rows.Close()
 			return nil, err
 		}
-		q.Workers, q.MaxRunning, q.UpdatedAt = intPtr(workers), intPtr(maxRunning), fromMicros(updated)
 		q.Counts = map[queue.State]int64{}
 		index[q.Name] = len(out)
 		out = append(out, q)
@@ -237,29 +234,6 @@ func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
 		}
 		g.UpdatedAt = fromMicros(updated)
 		out = append(out, g)
-	}
-	return out, rows.Err()
-}
-
-// TaskAttempts implements queue.Store.
-func (s *Store) TaskAttempts(ctx context.Context, taskID int64) ([]queue.AttemptRecord, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, task_id, attempt, queue, node, worker, session_id, started_at,
-		finished_at, duration_ms, outcome, error, rows_affected, messages
-		FROM readpast_attempts WHERE task_id = ? ORDER BY attempt, id`, taskID)
-	if err != nil {
-		return nil, fmt.Errorf("reading attempts of task %d: %w", taskID, err)
-	}
-	defer rows.Close()
-	var out []queue.AttemptRecord
-	for rows.Next() {
-		var r queue.AttemptRecord
-		var started, finished, ms int64
-		if err := rows.Scan(&r.ID, &r.TaskID, &r.Attempt, &r.Queue, &r.Node, &r.Worker, &r.SessionID, &started,
-			&finished, &ms, &r.Outcome, &r.Error, &r.RowsAffected, &r.Messages); err != nil {
-			return nil, err
-		}
-		r.StartedAt, r.FinishedAt, r.Duration = fromMicros(started), fromMicros(finished), time.Duration(ms)*time.Millisecond
-		out = append(out, r)
 	}
 	return out, rows.Err()
 }

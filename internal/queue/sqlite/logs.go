@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+var (
+	_ queue.LogStore           = (*Store)(nil)
+	_ queue.QueueSettingsStore = (*Store)(nil)
+)
+
+const attemptColumns = `id, task_id, attempt, queue, node, worker, session_id, started_at,
+	finished_at, duration_ms, outcome, error, rows_affected, messages`
+
+func scanAttempt(r scanner) (queue.AttemptRecord, error) {
+	var a queue.AttemptRecord
+	var started, finished, ms int64
+	err := r.Scan(&a.ID, &a.TaskID, &a.Attempt, &a.Queue, &a.Node, &a.Worker, &a.SessionID, &started,
+		&finished, &ms, &a.Outcome, &a.Error, &a.RowsAffected, &a.Messages)
+	a.StartedAt, a.FinishedAt, a.Duration = fromMicros(started), fromMicros(finished), time.Duration(ms)*time.Millisecond
+	return a, err
+}
+
+// Attempts implements queue.LogStore.
+func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
+	limit, err := queue.CheckLogQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	add := func(cond string, v any) { where = append(where, cond); args = append(args, v) }
+	if q.TaskID != 0 {
+		add("task_id = ?", q.TaskID)
+	}
+	if q.Queue != "" {
+		add("queue = ?", q.Queue)
+	}
+	if q.Outcome != "" {
+		add("outcome = ?", string(q.Outcome))
+	}
+	if !q.Since.IsZero() {
+		add("finished_at >= ?", micros(q.Since))
+	}
+	if !q.Until.IsZero() {
+		add("finished_at < ?", micros(q.Until))
+	}
+	if q.Before > 0 {
+		add("id < ?", q.Before)
+	}
+	query := `SELECT ` + attemptColumns + ` FROM readpast_attempts`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	rows, err := s.r.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("querying the execution log: %w", err)
+	}
+	defer rows.Close()
+	var out []queue.AttemptRecord
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("querying the execution log: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// TaskAttempts implements queue.Store.
+func (s *Store) TaskAttempts(ctx context.Context, taskID int64) ([]queue.AttemptRecord, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+attemptColumns+` FROM readpast_attempts WHERE task_id = ? ORDER BY attempt, id`, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("reading attempts of task %d: %w", taskID, err)
+	}
+	defer rows.Close()
+	var out []queue.AttemptRecord
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// PurgeAttempts implements queue.LogStore.
+func (s *Store) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	return s.purge(ctx, "purging the execution log", `DELETE FROM readpast_attempts WHERE id IN
+		(SELECT id FROM readpast_attempts WHERE finished_at < ? ORDER BY finished_at LIMIT ?)`, cutoff, batch)
+}
+
+// PurgeTasks implements queue.LogStore.
+func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	return s.purge(ctx, "purging finished tasks", `DELETE FROM readpast_tasks WHERE id IN
+		(SELECT id FROM readpast_tasks WHERE state IN ('succeeded','failed','cancelled') AND finished_at < ? LIMIT ?)`, cutoff, batch)
+}
+
+func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time, batch int) (int64, error) {
+	if batch < 1 || batch > 10000 {
+		return 0, &queue.ValidationError{Field: "batch", Reason: fmt.Sprintf("is %d: use 1 to 10000", batch)}
+	}
+	var n int64
+	err := s.write(ctx, what, func(tx *sql.Tx, _ int64) error {
+		r, err := tx.Exec(query, micros(cutoff), batch)
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// QueueSettings implements queue.QueueSettingsStore.
+func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by FROM readpast_queues ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("reading queue settings: %w", err)
+	}
+	defer rows.Close()
+	var out []queue.Queue
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+func scanQueue(r scanner) (queue.Queue, error) {
+	var q queue.Queue
+	var workers, maxRunning sql.NullInt64
+	var updated int64
+	err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy)
+	q.Workers, q.MaxRunning, q.UpdatedAt = intPtr(workers), intPtr(maxRunning), fromMicros(updated)
+	return q, err
+}

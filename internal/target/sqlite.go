@@ -1,0 +1,70 @@
+package target
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"readpast/internal/queue"
+)
+
+type sqliteTarget struct{ db *sql.DB }
+
+func openSQLite(ctx context.Context, path string) (*sqliteTarget, error) {
+	// busy_timeout: the store's writer shares the file when target = store.
+	dsn := "file:" + strings.ReplaceAll(url.PathEscape(path), "%2F", "/") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)
+	}
+	return &sqliteTarget{db: db}, nil
+}
+
+func (t *sqliteTarget) Dialect() string { return "sqlite" }
+func (t *sqliteTarget) Close() error    { return t.db.Close() }
+
+// Run implements Target. modernc.org/sqlite interrupts the running statement
+// (sqlite3_interrupt) when ctx ends.
+func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(string)) (Result, error) {
+	var res Result
+	conn, err := t.db.Conn(ctx)
+	if err != nil {
+		return res, fmt.Errorf("connecting to the target: %w", err)
+	}
+	defer conn.Close()
+	if onSession != nil {
+		onSession("")
+	}
+	// total_changes() counts rows written on this connection; changes() would
+	// repeat the last DML's count after a DDL statement.
+	var before, after int64
+	if err := conn.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
+		return res, err
+	}
+	for i, batch := range queue.SplitGo(body) {
+		if _, err := conn.ExecContext(ctx, batch); err != nil {
+			res.RowsAffected = changesSince(conn, before)
+			return res, fmt.Errorf("batch %d: %w", i+1, err)
+		}
+	}
+	if err := conn.QueryRowContext(context.WithoutCancel(ctx), `SELECT total_changes()`).Scan(&after); err == nil {
+		res.RowsAffected = after - before
+	}
+	return res, nil
+}
+
+func changesSince(conn *sql.Conn, before int64) int64 {
+	var after int64
+	if err := conn.QueryRowContext(context.Background(), `SELECT total_changes()`).Scan(&after); err != nil {
+		return 0
+	}
+	return after - before
+}

@@ -1,0 +1,47 @@
+// Package target runs task bodies against the target database (SPEC §5): one
+// connection per execution, the body split into batches on GO lines, the
+// statement cancelled on the server when the context ends, and the session id,
+// rows affected and server messages recorded. Driver types stay in this package.
+package target
+
+import (
+	"context"
+	"fmt"
+
+	"readpast/internal/queue"
+)
+
+// Result is what one execution reports.
+type Result struct {
+	SessionID    string // SPID on SQL Server, backend pid on PostgreSQL, "" on SQLite
+	RowsAffected int64
+	Messages     string // PRINT / RAISERROR (low severity) / NOTICE, capped at MaxMessages
+}
+
+// Target executes bodies on one database.
+type Target interface {
+	// Dialect is "sqlite", "postgres" or "sqlserver".
+	Dialect() string
+	// Run executes body's batches in order on one connection, stopping at the
+	// first error. onSession, if not nil, is called with the session id before the
+	// body starts. When ctx ends the running statement is cancelled on the server.
+	// The Result is filled as far as execution got, also on error.
+	Run(ctx context.Context, body string, onSession func(id string)) (Result, error)
+	// Close releases the target's connections.
+	Close() error
+}
+
+// Open connects to the target a DSN names (same DSN forms as the store).
+func Open(ctx context.Context, dsn string) (Target, error) {
+	dialect, path, err := queue.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	switch dialect {
+	case "postgres":
+		return openPostgres(ctx, dsn)
+	case "sqlserver":
+		return openSQLServer(ctx, dsn)
+	}
+	return openSQLite(ctx, path)
+}
