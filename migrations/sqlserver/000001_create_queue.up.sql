@@ -57,6 +57,11 @@ CREATE TABLE dbo.readpast_tasks (
     last_error          nvarchar(max) NULL
 );
 
+-- Claimers read past row locks but not past page or table locks, so the queue
+-- table must never escalate: a big enqueue or purge would otherwise take a
+-- table lock and make every claimer wait until it commits.
+ALTER TABLE dbo.readpast_tasks SET (LOCK_ESCALATION = DISABLE);
+
 -- The claim path: a filtered index over claimable-by-chain pending rows, in claim
 -- order. Not unique, so a second claimer never blocks on a key check (the seed's bug).
 CREATE INDEX readpast_tasks_claim ON dbo.readpast_tasks (queue, priority, available_at, id)
@@ -67,7 +72,9 @@ CREATE INDEX readpast_tasks_state ON dbo.readpast_tasks (state, id);
 CREATE INDEX readpast_tasks_queue ON dbo.readpast_tasks (queue, id);
 CREATE INDEX readpast_tasks_queue_state ON dbo.readpast_tasks (queue, state, id);
 CREATE INDEX readpast_tasks_group ON dbo.readpast_tasks (group_name, id) WHERE group_name IS NOT NULL;
-CREATE INDEX readpast_tasks_chain ON dbo.readpast_tasks (chain, stage, id) INCLUDE (state) WHERE chain IS NOT NULL;
+-- The chain refresh reads and filters only this index (chain_wait included), so
+-- it locks just the rows whose flag flips, never a task a claimer is taking.
+CREATE INDEX readpast_tasks_chain ON dbo.readpast_tasks (chain, stage, id) INCLUDE (state, chain_wait) WHERE chain IS NOT NULL;
 
 CREATE TABLE dbo.readpast_attempts (
     id            bigint IDENTITY(1,1) NOT NULL CONSTRAINT readpast_attempts_pk PRIMARY KEY CLUSTERED,

@@ -83,6 +83,9 @@ var concurrencyTests = map[string]func(*testing.T, Harness){
 			b.enqueue(t, queue.NewTask{Body: "SELECT 1"})
 		}
 		inside, release, doneA := make(chan struct{}), make(chan struct{}), make(chan []*queue.Task, 1)
+		var releaseOnce sync.Once
+		letGo := func() { releaseOnce.Do(func() { close(release) }) }
+		t.Cleanup(letGo) // a failed assertion must not leave claimer A blocked in its hook
 		go func() {
 			ctxA := queue.WithClaimHook(b.ctx, func() { close(inside); <-release })
 			got, err := b.s.Claim(ctxA, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "A", Limit: 5, LeaseDuration: time.Minute})
@@ -97,7 +100,7 @@ var concurrencyTests = map[string]func(*testing.T, Harness){
 			t.Fatal("claimer A never reached its commit")
 		}
 		if h.SerialWriters {
-			serialWritersDoNotBlockReaders(t, b, release, doneA)
+			serialWritersDoNotBlockReaders(t, b, letGo, doneA)
 			return
 		}
 		ctxB, cancel := context.WithTimeout(b.ctx, 10*time.Second)
@@ -113,7 +116,7 @@ var concurrencyTests = map[string]func(*testing.T, Harness){
 		}
 		t.Logf("claimer B returned %d tasks in %s while A's claim transaction was open", len(gotB), elapsed)
 		require.Len(t, gotB, 5, "B must get other claimable tasks")
-		close(release)
+		letGo()
 		gotA := <-doneA
 		require.Len(t, gotA, 5)
 		require.Empty(t, intersect(ids(gotA), ids(gotB)), "A and B must get different tasks")
@@ -123,7 +126,7 @@ var concurrencyTests = map[string]func(*testing.T, Harness){
 // serialWritersDoNotBlockReaders is the SQLite form of the non-blocking proof:
 // while a claim transaction is held open, dashboard reads complete and a second
 // claimer waits only for that one short transaction.
-func serialWritersDoNotBlockReaders(t *testing.T, b bundle, release chan struct{}, doneA chan []*queue.Task) {
+func serialWritersDoNotBlockReaders(t *testing.T, b bundle, release func(), doneA chan []*queue.Task) {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
 	_, err := b.s.List(ctx, queue.ListParams{State: queue.StatePending})
@@ -138,7 +141,7 @@ func serialWritersDoNotBlockReaders(t *testing.T, b bundle, release chan struct{
 		}
 		doneB <- got
 	}()
-	close(release)
+	release()
 	gotA, gotB := <-doneA, <-doneB
 	require.Len(t, gotA, 5)
 	require.Len(t, gotB, 5)

@@ -182,6 +182,9 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 		if err != nil {
 			return err
 		}
+		if res.Err == nil {
+			queue.RunCommitHook(ctx)
+		}
 		return res.Err // a lost lease rolls the body back
 	})
 	switch {
@@ -193,7 +196,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 		return res, err
 	}
 	a.Outcome, a.Error, a.RowsAffected = queue.OutcomeFailed, bodyErr.Error(), 0
-	out, err := s.Finish(ctx, []queue.Attempt{a})
+	out, err := s.Finish(context.WithoutCancel(ctx), []queue.Attempt{a})
 	if err != nil {
 		return queue.FinishResult{TaskID: a.TaskID}, err
 	}

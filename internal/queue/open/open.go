@@ -1,0 +1,29 @@
+// Package open picks the queue.Store dialect from a DSN (SPEC §2):
+// sqlserver://… is SQL Server, postgres:// or postgresql:// is PostgreSQL, and
+// sqlite://path or a bare path is a SQLite file. An empty DSN is the embedded
+// default, readpast.db in the working directory.
+package open
+
+import (
+	"context"
+
+	"readpast/internal/queue"
+	"readpast/internal/queue/postgres"
+	"readpast/internal/queue/sqlite"
+	"readpast/internal/queue/sqlserver"
+)
+
+// Store opens the store a DSN names. It does not migrate.
+func Store(ctx context.Context, dsn string, opts queue.Options) (queue.Store, error) {
+	dialect, path, err := queue.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch dialect {
+	case "sqlserver":
+		return sqlserver.Open(ctx, dsn, opts)
+	case "postgres":
+		return postgres.Open(ctx, dsn, opts)
+	}
+	return sqlite.Open(ctx, path, opts)
+}

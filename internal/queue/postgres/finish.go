@@ -1,0 +1,209 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"readpast/internal/queue"
+)
+
+// querier is what endAttempts runs on: the pool, or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// endMode says which path ends the attempts.
+type endMode int
+
+const (
+	modeFinish  endMode = iota // the worker finished the attempt
+	modeRelease                // node shutdown: pending again at once
+	modeReclaim                // the lease expired: outcome lost
+)
+
+// Finish implements queue.Store.
+func (s *Store) Finish(ctx context.Context, attempts []queue.Attempt) ([]queue.FinishResult, error) {
+	if err := checkOutcomes(attempts); err != nil {
+		return nil, err
+	}
+	out, err := endAttempts(ctx, s.pool, modeFinish, attempts)
+	return out, wrap(err, "finishing %d attempts", len(attempts))
+}
+
+// Release implements queue.Store.
+func (s *Store) Release(ctx context.Context, attempts []queue.Attempt) ([]queue.FinishResult, error) {
+	if err := checkOutcomes(attempts); err != nil {
+		return nil, err
+	}
+	out, err := endAttempts(ctx, s.pool, modeRelease, attempts)
+	return out, wrap(err, "releasing %d tasks", len(attempts))
+}
+
+func checkOutcomes(attempts []queue.Attempt) error {
+	for _, a := range attempts {
+		if err := queue.CheckFinishOutcome(a.Outcome); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReclaimExpired implements queue.Store. It reads the expired leases, then ends
+// them in one call that re-checks each under its row lock (a lease heartbeated
+// or finished in between is left alone) and skips tasks being finished right now.
+func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishResult, error) {
+	if limit < 1 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, lease_token, coalesce(lease_owner, ''), coalesce(session_id, ''),
+			greatest(started_at, available_at), now()
+		FROM readpast_tasks WHERE state = 'running' AND lease_expires_at < now()
+		ORDER BY lease_expires_at LIMIT $1`, limit)
+	if err != nil {
+		return nil, wrap(err, "reclaiming expired leases: finding them")
+	}
+	var lost []queue.Attempt
+	for rows.Next() {
+		var a queue.Attempt
+		var owner string
+		// The claim time of the attempt is not stored; the later of the first
+		// start and the time it became claimable is the closest bound.
+		if err := rows.Scan(&a.TaskID, &a.Token, &owner, &a.SessionID, &a.StartedAt, &a.FinishedAt); err != nil {
+			rows.Close()
+			return nil, wrap(err, "reclaiming expired leases: reading them")
+		}
+		a.Node, a.Worker = queue.SplitOwner(owner)
+		a.Outcome, a.Error = queue.OutcomeLost, queue.LostError(owner)
+		lost = append(lost, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, "reclaiming expired leases: finding them")
+	}
+	if len(lost) == 0 {
+		return nil, nil
+	}
+	res, err := endAttempts(ctx, s.pool, modeReclaim, lost)
+	if err != nil {
+		return nil, wrap(err, "reclaiming %d expired leases", len(lost))
+	}
+	// Leases that were renewed, finished or are being finished were not taken.
+	out := res[:0]
+	for _, r := range res {
+		if r.Err == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+const endSQL = `SELECT out_id, out_state, out_retry_at
+	FROM readpast_end_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+
+// endAttempts ends the attempts in one call of readpast_end_attempts and returns
+// one result per attempt, in order; ErrLeaseLost marks a lease that was not current.
+func endAttempts(ctx context.Context, q querier, mode endMode, attempts []queue.Attempt) ([]queue.FinishResult, error) {
+	if len(attempts) == 0 {
+		return nil, nil
+	}
+	n := len(attempts)
+	var (
+		ids, tokens, rowsAffected                         = make([]int64, n), make([]int64, n), make([]int64, n)
+		outcomes, errs, nodes, workers, sessions, message = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		started, finished                                 = make([]*time.Time, n), make([]*time.Time, n)
+	)
+	for i, a := range attempts {
+		ids[i], tokens[i], rowsAffected[i] = a.TaskID, a.Token, a.RowsAffected
+		outcomes[i], errs[i], nodes[i], workers[i], sessions[i], message[i] = string(a.Outcome), a.Error, a.Node, a.Worker, a.SessionID, a.Messages
+		started[i], finished[i] = nullTime(a.StartedAt), nullTime(a.FinishedAt)
+	}
+	rows, err := q.Query(ctx, endSQL, mode == modeRelease, mode == modeReclaim,
+		ids, tokens, outcomes, errs, nodes, workers, sessions, started, finished, rowsAffected, message)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]queue.FinishResult, 0, n)
+	for rows.Next() {
+		var (
+			r     queue.FinishResult
+			state *string
+			retry *time.Time
+		)
+		if err := rows.Scan(&r.TaskID, &state, &retry); err != nil {
+			return nil, err
+		}
+		if state == nil {
+			r.Err = fmt.Errorf("task %d: %w", r.TaskID, queue.ErrLeaseLost)
+		} else {
+			r.State, r.Retry = queue.State(*state), utc(retry)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Heartbeat implements queue.Store: one statement extends every lease still held.
+func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.Duration) (queue.HeartbeatResult, error) {
+	var res queue.HeartbeatResult
+	if len(leases) == 0 {
+		return res, nil
+	}
+	if lease < time.Millisecond {
+		return res, &queue.ValidationError{Field: "lease_duration", Reason: fmt.Sprintf("is %s: a lease must last at least 1ms", lease)}
+	}
+	ids, tokens := make([]int64, len(leases)), make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], tokens[i] = l.TaskID, l.Token
+	}
+	rows, err := s.pool.Query(ctx, `UPDATE readpast_tasks t
+		SET lease_expires_at = now() + $3 * interval '1 microsecond'
+		FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)
+		WHERE t.id = l.id AND t.lease_token = l.token AND t.state = 'running'
+		RETURNING t.id, t.lease_token, t.cancel_requested`, ids, tokens, lease.Microseconds())
+	if err != nil {
+		return res, wrap(err, "heartbeating %d leases", len(leases))
+	}
+	// Keyed by lease, not task: a stale and a current lease of one task may come
+	// in one call.
+	held := make(map[queue.Lease]bool, len(leases))
+	for rows.Next() {
+		var l queue.Lease
+		var cancel bool
+		if err := rows.Scan(&l.TaskID, &l.Token, &cancel); err != nil {
+			rows.Close()
+			return res, wrap(err, "heartbeating %d leases", len(leases))
+		}
+		held[l] = true
+		if cancel {
+			res.CancelRequested = append(res.CancelRequested, l.TaskID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return res, wrap(err, "heartbeating %d leases", len(leases))
+	}
+	for _, l := range leases {
+		if !held[l] {
+			res.Lost = append(res.Lost, l.TaskID)
+		}
+	}
+	return res, nil
+}
+
+// SetSession implements queue.Store.
+func (s *Store) SetSession(ctx context.Context, l queue.Lease, sessionID string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE readpast_tasks SET session_id = $3
+		WHERE id = $1 AND lease_token = $2 AND state = 'running'`, l.TaskID, l.Token, sessionID)
+	if err != nil {
+		return wrap(err, "recording the session of task %d", l.TaskID)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: recording the session of task %d: %w", l.TaskID, queue.ErrLeaseLost)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// getSQL reads a task and, in the same snapshot, what Why needs: the queue's
+// settings and running count (only when capped), the group's counter, and the
+// lowest unfinished stage of its chain (only when it waits on it).
+var getSQL = `SELECT ` + taskColumnsOf("t") + `, now(),
+		coalesce(q.paused, false), q.max_running,
+		CASE WHEN q.max_running IS NOT NULL THEN
+			(SELECT count(*) FROM readpast_tasks r WHERE r.queue = t.queue AND r.state = 'running') ELSE 0 END,
+		coalesce(g.running, 0), coalesce(g.max_running, 1),
+		coalesce(cs.stage, 0), coalesce(cs.open, 0)
+	FROM readpast_tasks t
+	LEFT JOIN readpast_queues q ON q.name = t.queue
+	LEFT JOIN readpast_groups g ON g.name = t.group_name
+	LEFT JOIN LATERAL (
+		SELECT c.stage, count(*) AS open FROM readpast_tasks c
+		 WHERE t.chain_wait AND c.chain = t.chain AND c.state IN ('pending', 'running')
+		 GROUP BY c.stage ORDER BY c.stage LIMIT 1) cs ON true
+	WHERE t.id = $1`
+
+// Get implements queue.Store; Why is filled for a pending task held back.
+func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
+	var (
+		now                            time.Time
+		w                              queue.WaitInfo
+		queueMax                       *int
+		queueRunning, chainOpen        int64
+		groupRunning, groupMax, chainS int
+	)
+	t, err := scanTask(s.pool.QueryRow(ctx, getSQL, id), &now, &w.QueuePaused, &queueMax, &queueRunning,
+		&groupRunning, &groupMax, &chainS, &chainOpen)
+	switch {
+	case isNoRows(err):
+		return nil, fmt.Errorf("postgres: getting task %d: %w", id, queue.ErrNotFound)
+	case err != nil:
+		return nil, wrap(err, "getting task %d", id)
+	}
+	if t.State == queue.StatePending {
+		w.Now, w.AvailableAt, w.Queue, w.QueueMax, w.QueueRunning = now, t.AvailableAt, t.Queue, queueMax, int(queueRunning)
+		w.Chain, w.ChainWait, w.ChainStage, w.ChainOpen = t.Chain, t.ChainWait, chainS, int(chainOpen)
+		w.Group, w.GroupRunning, w.GroupMax = t.Group, groupRunning, groupMax
+		t.Why = w.Why()
+	}
+	return t, nil
+}
+
+// List implements queue.Store: keyset pages newest first; each filter has an
+// index that leads with it, ending in id.
+func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
+	limit, err := queue.CheckList(p)
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if p.State != "" {
+		add("state = $%d", string(p.State))
+	}
+	if p.Queue != "" {
+		add("queue = $%d", p.Queue)
+	}
+	if p.Group != "" {
+		add("group_name = $%d", p.Group)
+	}
+	if p.Chain != "" {
+		add("chain = $%d", p.Chain)
+	}
+	if p.Before > 0 {
+		add("id < $%d", p.Before)
+	}
+	q := `SELECT ` + taskColumns + ` FROM readpast_tasks`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	q += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, wrap(err, "listing tasks")
+	}
+	tasks, err := scanTasks(rows)
+	return tasks, wrap(err, "listing tasks")
+}
+
+// TaskAttempts implements queue.Store.
+func (s *Store) TaskAttempts(ctx context.Context, taskID int64) ([]queue.AttemptRecord, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, task_id, attempt, queue, node, worker, session_id, started_at,
+			finished_at, duration_ms, outcome, error, rows_affected, messages
+		FROM readpast_attempts WHERE task_id = $1 ORDER BY attempt, id`, taskID)
+	if err != nil {
+		return nil, wrap(err, "reading the attempts of task %d", taskID)
+	}
+	defer rows.Close()
+	var out []queue.AttemptRecord
+	for rows.Next() {
+		var r queue.AttemptRecord
+		var ms int64
+		var outcome string
+		if err := rows.Scan(&r.ID, &r.TaskID, &r.Attempt, &r.Queue, &r.Node, &r.Worker, &r.SessionID, &r.StartedAt,
+			&r.FinishedAt, &ms, &outcome, &r.Error, &r.RowsAffected, &r.Messages); err != nil {
+			return nil, wrap(err, "reading the attempts of task %d", taskID)
+		}
+		r.StartedAt, r.FinishedAt = r.StartedAt.UTC(), r.FinishedAt.UTC()
+		r.Duration, r.Outcome = time.Duration(ms)*time.Millisecond, queue.Outcome(outcome)
+		out = append(out, r)
+	}
+	return out, wrap(rows.Err(), "reading the attempts of task %d", taskID)
+}
+
+// Queues implements queue.Store.
+func (s *Store) Queues(ctx context.Context) ([]queue.Queue, error) {
+	return s.queues(ctx, "")
+}
+
+// queues lists the queues with their counts per state: every queue with a
+// settings row, and any queue named only by tasks. name "" means all.
+func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) {
+	rows, err := s.pool.Query(ctx, `WITH counts AS (
+			SELECT queue, state, count(*) AS n FROM readpast_tasks
+			 WHERE $1 = '' OR queue = $1 GROUP BY queue, state),
+		names AS (
+			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
+			UNION SELECT queue FROM counts)
+		SELECT n.name, q.workers, q.max_running, coalesce(q.paused, false), q.updated_at,
+		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0)
+		  FROM names n
+		  LEFT JOIN readpast_queues q ON q.name = n.name
+		  LEFT JOIN counts c ON c.queue = n.name
+		 ORDER BY n.name`, name)
+	if err != nil {
+		return nil, wrap(err, "listing queues")
+	}
+	defer rows.Close()
+	var out []queue.Queue
+	for rows.Next() {
+		var (
+			q       queue.Queue
+			updated *time.Time
+			state   *string
+			n       int64
+		)
+		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &updated, &q.UpdatedBy, &state, &n); err != nil {
+			return nil, wrap(err, "listing queues")
+		}
+		if len(out) == 0 || out[len(out)-1].Name != q.Name {
+			q.UpdatedAt = utc(updated)
+			q.Counts = make(map[queue.State]int64, len(queue.States))
+			for _, st := range queue.States {
+				q.Counts[st] = 0
+			}
+			out = append(out, q)
+		}
+		if state != nil {
+			out[len(out)-1].Counts[queue.State(*state)] = n
+		}
+	}
+	return out, wrap(rows.Err(), "listing queues")
+}
+
+// Groups implements queue.Store.
+func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, max_running, running, updated_at, updated_by
+		FROM readpast_groups ORDER BY name`)
+	if err != nil {
+		return nil, wrap(err, "listing groups")
+	}
+	defer rows.Close()
+	var out []queue.Group
+	for rows.Next() {
+		var g queue.Group
+		if err := rows.Scan(&g.Name, &g.MaxRunning, &g.Running, &g.UpdatedAt, &g.UpdatedBy); err != nil {
+			return nil, wrap(err, "listing groups")
+		}
+		g.UpdatedAt = g.UpdatedAt.UTC()
+		out = append(out, g)
+	}
+	return out, wrap(rows.Err(), "listing groups")
+}

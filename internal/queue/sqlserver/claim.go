@@ -1,0 +1,152 @@
+package sqlserver
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// Claim bounds.
+const (
+	// maxLease is the longest lease: DATEADD(millisecond, …) takes an int.
+	maxLease = time.Duration(math.MaxInt32) * time.Millisecond
+	// The candidate read returns up to claimScanFactor × limit rows, at least
+	// minClaimScan and at most maxClaimScan: enough for the rounds that replace
+	// candidates another claimer took first, few enough to keep a claim's cost
+	// flat (SPEC §4.5). It keeps no lock on them.
+	claimScanFactor = 4
+	minClaimScan    = 64
+	maxClaimScan    = 2000
+)
+
+// Claim leases up to p.Limit claimable tasks of p.Queue in one round trip (one
+// T-SQL batch that begins and commits its own transaction). When ctx carries a
+// claim hook (queue.WithClaimHook) the same statements run inside a *sql.Tx
+// instead, and the hook runs after them, before the commit.
+func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, error) {
+	if err := checkClaim(p); err != nil {
+		return nil, err
+	}
+	withHook := queue.HasClaimHook(ctx)
+	var tasks []*queue.Task
+	err := retryDeadlock(ctx, func() error {
+		token, err := newLeaseToken()
+		if err != nil {
+			return err
+		}
+		args := claimArgs(p, token)
+		if withHook {
+			tasks, err = s.claimWithHook(ctx, args)
+		} else {
+			tasks, err = queryTasks(ctx, s.db, claimBatch.text, args...)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrap(fmt.Sprintf("claiming from queue %q", p.Queue), err)
+	}
+	return tasks, nil
+}
+
+// claimWithHook runs the claim in an explicit transaction so the hook can run
+// between the claim and its commit, with every lock still held.
+func (s *Store) claimWithHook(ctx context.Context, args []any) ([]*queue.Task, error) {
+	var tasks []*queue.Task
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		tasks, err = queryTasks(ctx, tx, claimInTx.text, args...)
+		if err != nil {
+			return err
+		}
+		queue.RunClaimHook(ctx)
+		return nil
+	})
+	return tasks, err
+}
+
+// claimArgs binds the claim batch's parameters.
+func claimArgs(p queue.ClaimParams, token int64) []any {
+	scan := min(max(p.Limit*claimScanFactor, minClaimScan), maxClaimScan)
+	return []any{
+		sql.Named("queue", p.Queue),
+		sql.Named("owner", p.Owner),
+		sql.Named("limit", p.Limit),
+		sql.Named("scan", scan),
+		sql.Named("lease_ms", leaseMillis(p.LeaseDuration)),
+		sql.Named("token", token),
+	}
+}
+
+// checkClaim validates claim parameters before anything is sent: the shared
+// rules, plus what SQL Server's types bound (owner length, DATEADD's int).
+func checkClaim(p queue.ClaimParams) error {
+	if err := queue.CheckClaim(p); err != nil {
+		return err
+	}
+	if len(p.Owner) > queue.MaxNameLength {
+		return &queue.ValidationError{Field: "owner", Reason: fmt.Sprintf("is longer than %d bytes", queue.MaxNameLength)}
+	}
+	return checkLease("lease_duration", p.LeaseDuration)
+}
+
+// checkLease validates a lease length.
+func checkLease(field string, d time.Duration) error {
+	if d < time.Millisecond || d > maxLease {
+		return &queue.ValidationError{Field: field, Reason: fmt.Sprintf("is %s: use 1ms to %s", d, maxLease)}
+	}
+	return nil
+}
+
+// leaseMillis is a checked lease in whole milliseconds.
+func leaseMillis(d time.Duration) int32 { return int32(d / time.Millisecond) }
+
+// newLeaseToken returns a random 63-bit token. The claim gives each task
+// token ^ id, so every task of a batch gets its own token, and a task claimed
+// again gets a new one with overwhelming probability.
+func newLeaseToken() (int64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("sqlserver: generating a lease token: %w", err)
+	}
+	return int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63)), nil
+}
+
+// querier is *sql.DB, *sql.Tx or *sql.Conn.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryTasks runs a batch whose (last) result set is task rows.
+func queryTasks(ctx context.Context, q querier, text string, args ...any) ([]*queue.Task, error) {
+	rows, err := q.QueryContext(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	var tasks []*queue.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			_ = rows.Close()
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, closeRows(rows)
+}
+
+// closeRows returns the error of the iteration or, failing that, of Close:
+// go-mssqldb reports an error raised after the last row (say by COMMIT) only
+// when the rest of the batch is drained, which Close does.
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,141 @@
+package sqlserver
+
+import (
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/golang-sql/civil"
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"readpast/internal/queue"
+)
+
+// query is one T-SQL batch and the @parameters it reads. The offline test
+// checks params against the batch text and against the arguments the Go code
+// builds for it, so a typo fails `go test` without a server.
+type query struct {
+	name   string
+	text   string
+	params []string
+}
+
+// taskColumnNames are the readpast_tasks columns a queue.Task is read from, in
+// the order scanTask expects them.
+var taskColumnNames = []string{
+	"id", "queue", "body", "priority", "available_at", "group_name", "chain", "stage",
+	"chain_wait", "continue_on_failure", "max_attempts", "timeout_ms", "transactional",
+	"state", "attempts", "lease_owner", "lease_token", "lease_expires_at", "session_id",
+	"cancel_requested", "created_at", "created_by", "started_at", "finished_at", "last_error",
+}
+
+// columns lists the task columns qualified by alias: "t.id, t.queue, ...".
+func columns(alias string) string {
+	parts := make([]string, len(taskColumnNames))
+	for i, c := range taskColumnNames {
+		parts[i] = alias + "." + c
+	}
+	return strings.Join(parts, ", ")
+}
+
+// columnList lists the task columns unqualified: "id, queue, ...".
+func columnList() string { return strings.Join(taskColumnNames, ", ") }
+
+// rowScanner is *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// scanTask reads the columns of taskColumnNames, plus any extra destinations
+// that follow them in the select list.
+func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
+	var (
+		t                                        queue.Task
+		group, chain, owner, session, lastErr    sql.NullString
+		token                                    sql.NullInt64
+		leaseExpires, started, finished          sql.NullTime
+		priority, stage, maxAttempts, attempts   int64
+		timeoutMS                                int64
+		state                                    string
+		chainWait, cof, transactional, cancelReq bool
+		availableAt, createdAt                   time.Time
+	)
+	dest := []any{
+		&t.ID, &t.Queue, &t.Body, &priority, &availableAt, &group, &chain, &stage,
+		&chainWait, &cof, &maxAttempts, &timeoutMS, &transactional,
+		&state, &attempts, &owner, &token, &leaseExpires, &session,
+		&cancelReq, &createdAt, &t.CreatedBy, &started, &finished, &lastErr,
+	}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	t.Priority = int(priority)
+	t.AvailableAt = availableAt.UTC()
+	t.Group = group.String
+	t.Chain = chain.String
+	t.Stage = int(stage)
+	t.ChainWait = chainWait
+	t.ContinueOnFailure = cof
+	t.MaxAttempts = int(maxAttempts)
+	t.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	t.Transactional = transactional
+	t.State = queue.State(state)
+	t.Attempts = int(attempts)
+	t.LeaseOwner = owner.String
+	t.LeaseToken = token.Int64
+	t.LeaseExpiresAt = utc(leaseExpires)
+	t.SessionID = session.String
+	t.CancelRequested = cancelReq
+	t.CreatedAt = createdAt.UTC()
+	t.StartedAt = utc(started)
+	t.FinishedAt = utc(finished)
+	t.LastError = lastErr.String
+	return &t, nil
+}
+
+// utc returns a nullable time in UTC, or the zero time for NULL.
+func utc(t sql.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// datetime2 encodes t as a datetime2 parameter in UTC, or NULL for the zero
+// time. A plain time.Time would go as datetimeoffset, and converting that to a
+// datetime2 column keeps the clock time of its offset, not UTC.
+func datetime2(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return civil.DateTimeOf(t.UTC())
+}
+
+// nullString is NULL for "" and the string otherwise.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// varchar sends s as varchar, to match varchar columns (state, outcome) without
+// an implicit conversion of the column that would stop an index seek.
+func varchar(s string) any { return mssql.VarChar(s) }
+
+// maxText sends a possibly long string as nvarchar(max).
+func maxText(s string) any { return mssql.NVarCharMax(s) }
+
+// nullMaxText is NULL for "" and s as nvarchar(max) otherwise.
+func nullMaxText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return mssql.NVarCharMax(s)
+}
+
+// bit is a bool as 0/1 for T-SQL bit parameters.
+func bit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

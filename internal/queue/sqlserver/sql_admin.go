@@ -1,0 +1,284 @@
+package sqlserver
+
+// Lease upkeep and operator actions.
+
+// heartbeatBatch extends every lease still held and reports each lease as
+// held or lost, with its cancel_requested flag, in the order given (the same
+// task may be listed with an old and a new token). @leases is a JSON array of
+// {"id": "…", "token": "…"} (strings, so bigint values convert exactly);
+// @lease_ms the new lease length.
+//
+// The batch opens no transaction: each lease is extended by its own
+// single-row UPDATE, committed at once. A heartbeat therefore never holds one
+// task's lock while it waits for another's, and so can never close a deadlock
+// cycle with a finisher that holds its own task and reads its chain-mates.
+var heartbeatBatch = query{
+	name: "heartbeat",
+	text: `SET NOCOUNT ON;
+
+DECLARE @i int = 0;
+DECLARE @id bigint;
+DECLARE @token bigint;
+DECLARE @asked TABLE (
+    ord   int    NOT NULL PRIMARY KEY,
+    id    bigint NOT NULL,
+    token bigint NOT NULL
+);
+DECLARE @held TABLE (
+    ord              int NOT NULL PRIMARY KEY,
+    cancel_requested bit NOT NULL
+);
+
+INSERT INTO @asked (ord, id, token)
+SELECT CAST(a.[key] AS int), j.id, j.token
+FROM OPENJSON(@leases) AS a
+CROSS APPLY OPENJSON(a.value) WITH (
+    id    bigint '$.id',
+    token bigint '$.token'
+) AS j;
+
+WHILE 1 = 1
+BEGIN
+    SELECT TOP (1) @i = a.ord, @id = a.id, @token = a.token
+    FROM @asked AS a
+    WHERE a.ord > @i
+    ORDER BY a.ord;
+
+    IF @@ROWCOUNT = 0
+        BREAK;
+
+    -- Fenced like every change a holder makes; committed at once.
+    UPDATE dbo.readpast_tasks
+    SET lease_expires_at = DATEADD(millisecond, @lease_ms, SYSUTCDATETIME())
+    OUTPUT @i, inserted.cancel_requested INTO @held (ord, cancel_requested)
+    WHERE id = @id
+      AND lease_token = @token
+      AND state = 'running';
+END;
+
+SELECT a.id,
+       CAST(CASE WHEN h.ord IS NULL THEN 1 ELSE 0 END AS bit) AS lost,
+       COALESCE(h.cancel_requested, CAST(0 AS bit)) AS cancel_requested
+FROM @asked AS a
+LEFT JOIN @held AS h ON h.ord = a.ord
+ORDER BY a.ord;
+`,
+	params: []string{"leases", "lease_ms"},
+}
+
+// setSessionBatch records the target session of a running attempt, fenced.
+var setSessionBatch = query{
+	name: "set-session",
+	text: `SET NOCOUNT ON;
+UPDATE dbo.readpast_tasks
+SET session_id = @session
+WHERE id = @id
+  AND lease_token = @token
+  AND state = 'running';
+SELECT @@ROWCOUNT;
+`,
+	params: []string{"session", "id", "token"},
+}
+
+// cancelBatch cancels a pending task at once (with the chain failure policy and
+// a chain refresh), or flags a running one for its holder. The result row is
+// the state before (NULL: no such task) and after.
+var cancelBatch = query{
+	name: "cancel",
+	text: `SET NOCOUNT ON;
+SET XACT_ABORT ON;
+BEGIN TRAN;
+
+DECLARE @now datetime2(6) = SYSUTCDATETIME();
+DECLARE @chain nvarchar(128);
+DECLARE @cof bit = 0;
+DECLARE @before varchar(10);
+DECLARE @state varchar(10);
+DECLARE @stage int;
+DECLARE @min_stage int;
+
+-- Lock order 2: the chain row.
+` + lockChain + `
+-- Lock order 3: the task. If a claimer is taking it right now we wait for its
+-- commit, then see it running and only flag it.
+SELECT @before = t.state, @stage = t.stage
+FROM dbo.readpast_tasks AS t WITH (UPDLOCK, ROWLOCK)
+WHERE t.id = @id;
+
+SET @state = @before;
+
+IF @before = 'pending'
+BEGIN
+    UPDATE dbo.readpast_tasks
+    SET state            = 'cancelled',
+        finished_at      = @now,
+        finished_by      = @actor,
+        lease_expires_at = NULL,
+        last_error       = CONCAT(N'cancelled by ', @actor)
+    WHERE id = @id;
+
+    SET @state = 'cancelled';
+` + chainFailurePolicy + `
+    IF @chain IS NOT NULL
+    BEGIN
+` + refreshChain + `
+    END;
+END
+ELSE IF @before = 'running'
+BEGIN
+    -- The holder sees the flag in its next heartbeat and stops the statement.
+    UPDATE dbo.readpast_tasks
+    SET cancel_requested = 1,
+        finished_by      = @actor
+    WHERE id = @id;
+END;
+
+IF @before IN ('pending', 'running')
+BEGIN
+    INSERT INTO dbo.readpast_audit (actor, action, target, detail)
+    VALUES (@actor, N'cancel', CONCAT(N'task ', @id), @state);
+END;
+
+COMMIT TRAN;
+
+SELECT @before AS before_state, @state AS state;
+`,
+	params: []string{"id", "actor"},
+}
+
+// retryBatch puts a failed or cancelled task back to pending now with a fresh
+// attempt budget (retry_base = attempts) and reopens the tasks of later stages
+// that the chain failure policy cancelled. The result is the state before.
+var retryBatch = query{
+	name: "retry",
+	text: `SET NOCOUNT ON;
+SET XACT_ABORT ON;
+BEGIN TRAN;
+
+DECLARE @now datetime2(6) = SYSUTCDATETIME();
+DECLARE @chain nvarchar(128);
+DECLARE @cof bit = 0;
+DECLARE @before varchar(10);
+DECLARE @stage int;
+DECLARE @min_stage int;
+
+-- Lock order 2: the chain row.
+` + lockChain + `
+-- Lock order 3: the task, then the chain's tasks.
+SELECT @before = t.state, @stage = t.stage
+FROM dbo.readpast_tasks AS t WITH (UPDLOCK, ROWLOCK)
+WHERE t.id = @id;
+
+IF @before IN ('failed', 'cancelled')
+BEGIN
+    UPDATE dbo.readpast_tasks
+    SET state            = 'pending',
+        available_at     = @now,
+        retry_base       = attempts,
+        chain_wait       = 0,
+        chain_cancelled  = 0,
+        cancel_requested = 0,
+        lease_expires_at = NULL,
+        finished_at      = NULL,
+        finished_by      = NULL
+    WHERE id = @id;
+
+    IF @chain IS NOT NULL
+    BEGIN
+        UPDATE t
+        SET t.state           = 'pending',
+            t.retry_base      = t.attempts,
+            t.chain_cancelled = 0,
+            t.finished_at     = NULL,
+            t.finished_by     = NULL,
+            t.last_error      = NULL
+        FROM dbo.readpast_tasks AS t WITH (ROWLOCK)
+        WHERE t.chain IS NOT NULL
+          AND t.chain = @chain
+          AND t.state = 'cancelled'
+          AND t.chain_cancelled = 1
+          AND t.stage > @stage;
+` + refreshChain + `
+    END;
+
+    INSERT INTO dbo.readpast_audit (actor, action, target, detail)
+    VALUES (@actor, N'retry', CONCAT(N'task ', @id), CONCAT(N'was ', @before));
+END;
+
+COMMIT TRAN;
+
+SELECT @before AS before_state;
+`,
+	params: []string{"id", "actor"},
+}
+
+// updateQueueBatch creates the queue row if needed and changes the settings
+// whose @set_* flag is 1. UPDLOCK, HOLDLOCK on the probe: two callers creating
+// the same queue serialise on the key range instead of one failing on the key.
+var updateQueueBatch = query{
+	name: "update-queue",
+	text: `SET NOCOUNT ON;
+SET XACT_ABORT ON;
+BEGIN TRAN;
+
+IF NOT EXISTS (
+    SELECT 1
+    FROM dbo.readpast_queues AS q WITH (UPDLOCK, HOLDLOCK)
+    WHERE q.name = @name)
+BEGIN
+    INSERT INTO dbo.readpast_queues (name, updated_by)
+    VALUES (@name, @actor);
+END;
+
+UPDATE dbo.readpast_queues
+SET workers     = CASE WHEN @set_workers = 1 THEN @workers ELSE workers END,
+    max_running = CASE WHEN @clear_max_running = 1 THEN NULL
+                       WHEN @set_max_running = 1 THEN @max_running
+                       ELSE max_running END,
+    paused      = CASE WHEN @set_paused = 1 THEN @paused ELSE paused END,
+    updated_at  = SYSUTCDATETIME(),
+    updated_by  = @actor
+WHERE name = @name;
+
+INSERT INTO dbo.readpast_audit (actor, action, target, detail)
+VALUES (@actor, N'update_queue', CONCAT(N'queue ', @name), @detail);
+
+COMMIT TRAN;
+`,
+	params: []string{
+		"name", "actor", "set_workers", "workers", "clear_max_running",
+		"set_max_running", "max_running", "set_paused", "paused", "detail",
+	},
+}
+
+// setGroupLimitBatch creates or updates a group's limit (lock order 4 only).
+var setGroupLimitBatch = query{
+	name: "set-group-limit",
+	text: `SET NOCOUNT ON;
+SET XACT_ABORT ON;
+BEGIN TRAN;
+
+IF EXISTS (
+    SELECT 1
+    FROM dbo.readpast_groups AS g WITH (UPDLOCK, HOLDLOCK)
+    WHERE g.name = @name)
+BEGIN
+    UPDATE dbo.readpast_groups
+    SET max_running = @max_running,
+        updated_at  = SYSUTCDATETIME(),
+        updated_by  = @actor
+    WHERE name = @name;
+END
+ELSE
+BEGIN
+    INSERT INTO dbo.readpast_groups (name, max_running, updated_by)
+    VALUES (@name, @max_running, @actor);
+END;
+
+INSERT INTO dbo.readpast_audit (actor, action, target, detail)
+VALUES (@actor, N'set_group_limit', CONCAT(N'group ', @name), CAST(@max_running AS nvarchar(12)));
+
+COMMIT TRAN;
+`,
+	params: []string{"name", "max_running", "actor"},
+}

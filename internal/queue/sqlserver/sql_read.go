@@ -1,0 +1,111 @@
+package sqlserver
+
+// Reads for the dashboard and the API. They take no hints: at READ COMMITTED
+// they never see uncommitted data, and with READ_COMMITTED_SNAPSHOT ON (which a
+// DBA may well enable) they do not even wait for writers.
+
+// getTaskQuery reads one task and what queue.WaitInfo needs to say why it
+// waits: the database clock, the queue's settings and running count (only for
+// a pending task of a capped queue), the group's counter, and the chain's lowest
+// unfinished stage with its number of unfinished tasks (only for a
+// chain-waiting task).
+var getTaskQuery = query{
+	name: "get-task",
+	text: `SELECT ` + columns("t") + `,
+       SYSUTCDATETIME() AS now_utc,
+       q.paused,
+       q.max_running,
+       CASE WHEN t.state = 'pending' AND q.max_running IS NOT NULL
+            THEN (SELECT COUNT(*)
+                  FROM dbo.readpast_tasks AS r
+                  WHERE r.queue = t.queue
+                    AND r.state = 'running')
+       END AS queue_running,
+       g.running AS group_running,
+       g.max_running AS group_max_running,
+       cs.stage AS chain_stage,
+       cs.unfinished AS chain_unfinished
+FROM dbo.readpast_tasks AS t
+LEFT JOIN dbo.readpast_queues AS q ON q.name = t.queue
+LEFT JOIN dbo.readpast_groups AS g ON g.name = t.group_name
+OUTER APPLY (
+    SELECT TOP (1) x.stage, COUNT(*) AS unfinished
+    FROM dbo.readpast_tasks AS x
+    WHERE t.state = 'pending'
+      AND t.chain_wait = 1
+      AND x.chain IS NOT NULL
+      AND x.chain = t.chain
+      AND x.state IN ('pending', 'running')
+    GROUP BY x.stage
+    ORDER BY x.stage
+) AS cs
+WHERE t.id = @id;
+`,
+	params: []string{"id"},
+}
+
+// listTasksQuery is the keyset page, newest first. Each filter is off when its
+// parameter is NULL (@before: 0). OPTION (RECOMPILE) compiles the statement for
+// the filters actually given, so each call seeks the index that matches them
+// ((state, id), (queue, id), (queue, state, id), (group_name, id),
+// (chain, stage, id)) instead of one plan for all combinations.
+var listTasksQuery = query{
+	name: "list-tasks",
+	text: `SELECT TOP (@limit) ` + columns("t") + `
+FROM dbo.readpast_tasks AS t
+WHERE (@state IS NULL OR t.state = @state)
+  AND (@queue IS NULL OR t.queue = @queue)
+  AND (@group IS NULL OR t.group_name = @group)
+  AND (@chain IS NULL OR t.chain = @chain)
+  AND (@before = 0 OR t.id < @before)
+ORDER BY t.id DESC
+OPTION (RECOMPILE);
+`,
+	params: []string{"limit", "state", "queue", "group", "chain", "before"},
+}
+
+// queuesQuery lists queues (all, or the one named by @name) with their task
+// counts per state, one row per (queue, state); the counts come from the
+// (queue, state, id) index.
+var queuesQuery = query{
+	name: "queues",
+	text: `SELECT q.name, q.workers, q.max_running, q.paused, q.updated_at, q.updated_by,
+       c.state, c.tasks
+FROM dbo.readpast_queues AS q
+LEFT JOIN (
+    SELECT t.queue, t.state, COUNT_BIG(*) AS tasks
+    FROM dbo.readpast_tasks AS t
+    WHERE @name IS NULL OR t.queue = @name
+    GROUP BY t.queue, t.state
+) AS c ON c.queue = q.name
+WHERE @name IS NULL OR q.name = @name
+ORDER BY q.name
+OPTION (RECOMPILE);
+`,
+	params: []string{"name"},
+}
+
+// groupsQuery lists the concurrency groups.
+var groupsQuery = query{
+	name: "groups",
+	text: `SELECT g.name, g.max_running, g.running, g.updated_at, g.updated_by
+FROM dbo.readpast_groups AS g
+ORDER BY g.name;
+`,
+}
+
+// taskAttemptsQuery reads one task's execution log, oldest first.
+var taskAttemptsQuery = query{
+	name: "task-attempts",
+	text: `SELECT a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
+       a.started_at, a.finished_at, a.duration_ms, a.outcome, a.error,
+       a.rows_affected, a.messages
+FROM dbo.readpast_attempts AS a
+WHERE a.task_id = @task_id
+ORDER BY a.attempt, a.id;
+`,
+	params: []string{"task_id"},
+}
+
+// compatibilityLevelSQL reads the current database's compatibility level.
+const compatibilityLevelSQL = `SELECT CAST(compatibility_level AS int) FROM sys.databases WHERE database_id = DB_ID();`

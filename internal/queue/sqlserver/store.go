@@ -1,0 +1,123 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/golang-migrate/migrate/v4/database"
+	migratesqlserver "github.com/golang-migrate/migrate/v4/database/sqlserver"
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"readpast/internal/queue"
+)
+
+// Dialect is the name this package reports from Store.Dialect.
+const Dialect = "sqlserver"
+
+// minCompatibilityLevel is SQL Server 2016's level: OPENJSON needs it.
+const minCompatibilityLevel = 130
+
+// Store is the SQL Server implementation of queue.Store.
+type Store struct {
+	db        *sql.DB
+	connector *mssql.Connector
+	opts      queue.Options
+	log       *slog.Logger
+}
+
+var _ queue.Store = (*Store)(nil)
+
+// Open connects to the SQL Server database named by dsn (any form go-mssqldb
+// accepts: sqlserver://user:pass@host?database=db, or an ADO string) and
+// checks that it answers. It does not migrate: call Migrate.
+func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
+	connector, err := mssql.NewConnector(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: parsing the store DSN: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	// Connections that sit idle behind a firewall get cut silently; recycle them.
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlserver: connecting to the store: %w", err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Store{db: db, connector: connector, opts: opts, log: logger}, nil
+}
+
+// Dialect returns "sqlserver".
+func (s *Store) Dialect() string { return Dialect }
+
+// Close releases the store's connections.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Migrate applies the embedded sqlserver migrations with golang-migrate. It
+// refuses a database below compatibility level 130, a dirty schema and a schema
+// newer than this binary.
+func (s *Store) Migrate(ctx context.Context) error {
+	var level int
+	if err := s.db.QueryRowContext(ctx, compatibilityLevelSQL).Scan(&level); err != nil {
+		return wrap("reading the database compatibility level", err)
+	}
+	if level < minCompatibilityLevel {
+		return fmt.Errorf("sqlserver: the store database is at compatibility level %d; ReadPast needs %d (SQL Server 2016) or higher for OPENJSON: run ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = %d",
+			level, minCompatibilityLevel, minCompatibilityLevel)
+	}
+	return s.withMigrateDriver(ctx, func(drv database.Driver) error {
+		return queue.MigrateUp(Dialect, drv)
+	})
+}
+
+// SchemaVersion reports the applied migration version and the newest one
+// embedded. Like golang-migrate itself, it creates the empty version table if
+// the database has none yet.
+func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
+	var st queue.SchemaStatus
+	err := s.withMigrateDriver(ctx, func(drv database.Driver) error {
+		var err error
+		st, err = queue.Status(Dialect, drv)
+		return err
+	})
+	return st, err
+}
+
+// withMigrateDriver runs fn with golang-migrate's sqlserver driver on a pool of
+// its own: the driver pins one connection for its session-owned sp_getapplock
+// and closes the *sql.DB it was given, so it must not get the store's pool.
+func (s *Store) withMigrateDriver(ctx context.Context, fn func(database.Driver) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	db := sql.OpenDB(s.connector)
+	drv, err := migratesqlserver.WithInstance(db, &migratesqlserver.Config{MigrationsTable: queue.MigrationsTable})
+	if err != nil {
+		_ = db.Close()
+		return wrap("opening the migration driver", err)
+	}
+	err = fn(drv)
+	if cerr := drv.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("sqlserver: closing the migration driver: %w", cerr)
+	}
+	return err
+}
+
+// inTx runs fn in one transaction and commits it, rolling back on error.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,76 @@
+// Package workers runs a pool of claim-loop workers per queue on this node
+// (SPEC §5): claiming from the store, executing bodies on the target, keeping
+// leases alive, following queue settings made on any node, and stopping
+// gracefully.
+package workers
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Config is a node's worker settings. Zero fields take the defaults.
+type Config struct {
+	NodeID         string        // unique per process; default hostname-pid
+	Version        string        // shown on the nodes page
+	DefaultWorkers int           // per queue when the queue row sets none; default 4
+	Poll           time.Duration // idle poll interval; default 1s
+	Lease          time.Duration // lease length; default 30s; heartbeats every third of it
+	Grace          time.Duration // how long a stop waits for running tasks; default 30s
+	SettingsEvery  time.Duration // how often queue settings are re-read; default 1s
+	ReclaimEvery   time.Duration // how often expired leases are looked for; default min(Lease/3, 10s)
+	// TargetIsStore says the target DSN is the store's, so transactional tasks can
+	// commit their body and completion together.
+	TargetIsStore bool
+	Logger        *slog.Logger
+
+	// beforeTxCommit, set only by tests, runs between a transactional body and
+	// its commit (queue.WithCommitHook).
+	beforeTxCommit func()
+}
+
+// withDefaults fills zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.NodeID == "" {
+		host, _ := os.Hostname()
+		c.NodeID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.DefaultWorkers == 0 {
+		c.DefaultWorkers = 4
+	}
+	if c.Poll == 0 {
+		c.Poll = time.Second
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Grace == 0 {
+		c.Grace = 30 * time.Second
+	}
+	if c.SettingsEvery == 0 {
+		c.SettingsEvery = time.Second
+	}
+	if c.ReclaimEvery == 0 {
+		c.ReclaimEvery = min(c.Lease/3, 10*time.Second)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.DefaultWorkers < 0 || c.DefaultWorkers > 1000:
+		return c, fmt.Errorf("workers: default workers is %d: use 0 to 1000", c.DefaultWorkers)
+	case c.Poll < 10*time.Millisecond:
+		return c, fmt.Errorf("workers: poll interval %s is below 10ms", c.Poll)
+	case c.Lease < 300*time.Millisecond:
+		return c, fmt.Errorf("workers: lease %s is below 300ms", c.Lease)
+	case c.Grace < 0:
+		return c, errors.New("workers: grace period is negative")
+	}
+	return c, nil
+}
+
+// heartbeatEvery is a third of the lease, so two heartbeats may fail before it ends.
+func (c Config) heartbeatEvery() time.Duration { return c.Lease / 3 }

@@ -1,0 +1,61 @@
+package workers
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+)
+
+// WorkerInfo is what one busy worker runs, as the nodes page shows it.
+type WorkerInfo struct {
+	Worker    string    `json:"worker"`
+	Queue     string    `json:"queue"`
+	TaskID    int64     `json:"task_id"`
+	SessionID string    `json:"session_id"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// PoolInfo is one queue's pool on this node.
+type PoolInfo struct {
+	Queue   string       `json:"queue"`
+	Size    int          `json:"size"`
+	Paused  bool         `json:"paused"`
+	Busy    []WorkerInfo `json:"busy"`
+	Running int          `json:"running"`
+}
+
+// NodeInfo is the JSON a node stores with each heartbeat.
+type NodeInfo struct {
+	Pools []PoolInfo `json:"pools"`
+}
+
+// Snapshot describes the node's pools now.
+func (n *Node) Snapshot() NodeInfo {
+	n.mu.Lock()
+	pools := make([]*pool, 0, len(n.pools))
+	for _, p := range n.pools {
+		pools = append(pools, p)
+	}
+	n.mu.Unlock()
+	var info NodeInfo
+	for _, p := range pools {
+		p.mu.Lock()
+		pi := PoolInfo{Queue: p.name, Size: p.size, Paused: p.paused, Running: len(p.running), Busy: []WorkerInfo{}}
+		p.mu.Unlock()
+		for _, e := range p.executions() {
+			pi.Busy = append(pi.Busy, WorkerInfo{Worker: e.worker, Queue: p.name, TaskID: e.task.ID, SessionID: e.sessionID(), StartedAt: e.started})
+		}
+		sort.Slice(pi.Busy, func(i, j int) bool { return pi.Busy[i].Worker < pi.Busy[j].Worker })
+		info.Pools = append(info.Pools, pi)
+	}
+	sort.Slice(info.Pools, func(i, j int) bool { return info.Pools[i].Queue < info.Pools[j].Queue })
+	return info
+}
+
+func (n *Node) info() string {
+	b, err := json.Marshal(n.Snapshot())
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}

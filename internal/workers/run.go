@@ -1,0 +1,93 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// sessionDelay: a task still running after this long has its session id written
+// to the store, so the dashboard shows its SPID; shorter tasks only log it.
+const sessionDelay = time.Second
+
+// run executes one claimed task and records its end.
+func (n *Node) run(ctx context.Context, e *execution) {
+	t := e.task
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t.Timeout, errTimedOut)
+		defer cancel()
+	}
+	showSession := time.AfterFunc(sessionDelay, func() {
+		if id := e.sessionID(); id != "" {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.heartbeatEvery())
+			defer cancel()
+			if err := n.store.SetSession(sctx, t.Lease(), id); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+				n.log.Warn("recording session id", "task", t.ID, "err", err)
+			}
+		}
+	})
+	defer showSession.Stop()
+
+	a := queue.Attempt{Lease: t.Lease(), Node: n.cfg.NodeID, Worker: e.worker, StartedAt: e.started}
+	if t.Transactional && n.cfg.TargetIsStore {
+		if n.cfg.beforeTxCommit != nil {
+			ctx = queue.WithCommitHook(ctx, n.cfg.beforeTxCommit)
+		}
+		res, err := n.store.RunTransactional(ctx, a, t.Body)
+		n.logEnd(t, res, err)
+		return
+	}
+	res, runErr := n.target.Run(ctx, t.Body, e.setSession)
+	a.FinishedAt = time.Now()
+	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+	a.Outcome, a.Error = outcome(ctx, runErr)
+	if errors.Is(context.Cause(ctx), errLeaseLost) {
+		n.log.Warn("stopped a task whose lease was lost", "task", t.ID)
+		return
+	}
+	n.finish(a, errors.Is(context.Cause(ctx), errShutdown))
+}
+
+// finish records the attempt, retrying while the store is unreachable for up to
+// one lease: after that the lease has expired anyway and another node reclaims
+// the task, so nothing is lost and nothing waits forever.
+func (n *Node) finish(a queue.Attempt, release bool) {
+	deadline := time.Now().Add(n.cfg.Lease)
+	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 5*time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.heartbeatEvery())
+		var res []queue.FinishResult
+		var err error
+		if release {
+			a.Error = errShutdown.Error()
+			res, err = n.store.Release(ctx, []queue.Attempt{a})
+		} else {
+			res, err = n.store.Finish(ctx, []queue.Attempt{a})
+		}
+		cancel()
+		if err == nil {
+			n.logEnd(nil, res[0], res[0].Err)
+			return
+		}
+		if time.Now().Add(wait).After(deadline) {
+			n.log.Error("could not record a finished attempt; its lease will expire and the task run again",
+				"task", a.TaskID, "outcome", a.Outcome, "err", err)
+			return
+		}
+		n.log.Warn("recording a finished attempt failed; retrying", "task", a.TaskID, "retry_in", wait, "err", err)
+		time.Sleep(wait)
+	}
+}
+
+func (n *Node) logEnd(t *queue.Task, res queue.FinishResult, err error) {
+	switch {
+	case errors.Is(err, queue.ErrLeaseLost):
+		n.log.Warn("attempt not recorded: the lease was lost", "task", res.TaskID)
+	case err != nil:
+		n.log.Warn("transactional task", "task", t.ID, "err", err)
+	default:
+		n.log.Debug("attempt recorded", "task", res.TaskID, "state", res.State)
+	}
+}
