@@ -102,5 +102,5 @@ func countState(t *testing.T, e env, q string, st queue.State) int64 {
 	return 0
 }
 
-func intp(v int) *int { return &v }
+func intp(v int) *int    { return &v }
 func boolp(v bool) *bool { return &v }
