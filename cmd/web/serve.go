@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"readpast/internal/logs"
+	"readpast/internal/queue"
+	"readpast/internal/queue/open"
+	"readpast/internal/target"
+	"readpast/internal/web"
+	"readpast/internal/workers"
+)
+
+// serve runs the dashboard and this node's workers until ctx ends, then shuts
+// down in order: HTTP (so no new work arrives) → workers (drain within the
+// grace period, release the rest) → store and target connections.
+func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	store, err := open.Store(ctx, cfg.DSN, queue.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	targetDSN := cfg.TargetDSN
+	if targetDSN == "" {
+		targetDSN = cfg.DSN
+	}
+	tgt, err := target.Open(ctx, targetDSN)
+	if err != nil {
+		return err
+	}
+	defer tgt.Close()
+	ws, ok := store.(workers.Store)
+	if !ok {
+		return fmt.Errorf("the %s store cannot run workers", store.Dialect())
+	}
+	node, err := workers.New(ws, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: cfg.Workers,
+		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, TargetIsStore: targetDSN == cfg.DSN, Logger: log})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: web.New(web.Deps{Store: store, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+	dialect, path, _ := queue.ParseDSN(cfg.DSN)
+	where := dialect
+	if dialect == "sqlite" {
+		where += " " + path
+	}
+	log.Info("ReadPast is serving", "url", "http://"+ln.Addr().String(), "store", where, "node", node.ID())
+
+	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopNode()
+	var wg sync.WaitGroup
+	nodeErr := make(chan error, 1)
+	wg.Add(3)
+	go func() { defer wg.Done(); nodeErr <- node.Run(nodeCtx) }()
+	go func() {
+		defer wg.Done()
+		if ls, ok := store.(queue.LogStore); ok {
+			(&logs.Retention{Store: ls, LogAge: cfg.LogRetention, TaskAge: cfg.TaskRetention, Logger: log}).Run(nodeCtx)
+		}
+	}()
+	httpErr := make(chan error, 1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			httpErr <- err
+		}
+	}()
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: finishing HTTP requests, then draining workers", "grace", cfg.Grace)
+	case err = <-httpErr:
+		log.Error("HTTP server failed; stopping", "err", err)
+	case err = <-nodeErr:
+		log.Error("workers stopped; stopping", "err", err)
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	stopNode()
+	wg.Wait()
+	return err
+}

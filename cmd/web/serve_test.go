@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+	"readpast/internal/queue/open"
+)
+
+// syncBuffer is a log sink the test reads while the server writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serve runs end to end on a fresh SQLite file: it migrates, says where it
+// listens, answers health checks, runs a task and stops cleanly on cancel.
+func TestServeRunsAndStops(t *testing.T) {
+	t.Parallel()
+	dsn := filepath.Join(t.TempDir(), "readpast.db")
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--dsn", dsn, "--listen", addr, "--poll", "50ms", "--grace", "1s"}, envOf(nil), &logs, &logs)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "url=http://"+addr) }, 20*time.Second, 20*time.Millisecond,
+		"one log line must give the URL; logs:\n%s", logs.String())
+	for _, path := range []string{"/healthz", "/readyz"} {
+		res, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, path)
+	}
+
+	s, err := open.Store(context.Background(), dsn, queue.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	ids, err := s.Enqueue(context.Background(), []queue.NewTask{{Body: "CREATE TABLE served (n int)"}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		task, err := s.Get(context.Background(), ids[0])
+		return err == nil && task.State == queue.StateSucceeded
+	}, 20*time.Second, 20*time.Millisecond, "the node's workers must run the task")
+
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code, "logs:\n%s", logs.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	require.Contains(t, logs.String(), "node stopped")
+}
+
+func TestVersionAndMigrateStatus(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"version"}, envOf(nil), &out, &out))
+	require.Contains(t, out.String(), "readpast")
+	out.Reset()
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "m.db")
+	require.Equal(t, 0, run(context.Background(), []string{"migrate", "status", "--dsn", dsn}, envOf(nil), &out, &out), out.String())
+	require.Contains(t, out.String(), "schema version 0")
+	out.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"migrate", "--dsn", dsn}, envOf(nil), &out, &out), out.String())
+	require.Contains(t, out.String(), "up to date")
+	out.Reset()
+	require.Equal(t, 2, run(context.Background(), []string{"--dsn", "mysql://x"}, envOf(nil), &out, &out))
+}
