@@ -53,7 +53,16 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: web.New(web.Deps{Store: store, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+	wstore, ok := store.(web.Store)
+	if !ok {
+		return fmt.Errorf("the %s store cannot serve the dashboard", store.Dialect())
+	}
+	handler, err := web.New(web.Deps{Store: wstore, Node: node, Logger: log, Version: version, Lease: cfg.Lease,
+		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	dialect, path, _ := queue.ParseDSN(cfg.DSN)
 	where := dialect
 	if dialect == "sqlite" {

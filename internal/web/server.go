@@ -1,8 +1,11 @@
 // Package web serves the dashboard and the JSON API over echo (SPEC §7).
+//
+// Files: server.go wires everything; health.go the probes; api_*.go the JSON
+// API; auth*.go roles, sessions and CSRF; security.go headers; metrics.go
+// Prometheus; ui_*.go the templ pages; live*.go the websocket hub.
 package web
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -10,45 +13,64 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"readpast/internal/queue"
+	"readpast/internal/workers"
 )
 
-// Deps is what the web layer uses; handlers declare narrower interfaces.
+// Store is what the web layer reads and changes in the queue store.
+type Store interface {
+	queue.Store
+	queue.LogStore
+	queue.NodeStore
+}
+
+// Node is this process's worker node, as the web layer steers it.
+type Node interface {
+	ID() string
+	// Wake makes an idle worker of the queue claim at once (after an enqueue).
+	Wake(queue string)
+	// CancelTask stops the task if it runs here; the cancel is already in the store.
+	CancelTask(id int64) bool
+	Snapshot() workers.NodeInfo
+}
+
+// Deps is what New needs.
 type Deps struct {
-	Store  queue.Store
-	Logger *slog.Logger
+	Store   Store
+	Node    Node
+	Logger  *slog.Logger
+	Version string
+	// OperatorToken and ViewerToken are the role secrets. With neither set the
+	// dashboard is in local mode: it only ever listens on loopback (the binary
+	// refuses otherwise) and every request acts as the operator "local".
+	OperatorToken string
+	ViewerToken   string
+	// Lease is the nodes' lease: a node silent for longer is shown as gone.
+	Lease time.Duration
 }
 
-// New returns the HTTP handler of the dashboard and API.
-func New(d Deps) http.Handler {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	h := &health{store: d.Store}
-	e.GET("/healthz", h.live)
-	e.GET("/readyz", h.ready)
-	return e
+// Server is the dashboard and API; it is an http.Handler.
+type Server struct {
+	d    Deps
+	log  *slog.Logger
+	echo *echo.Echo
 }
 
-// health answers the load balancer's two questions.
-type health struct{ store queue.Store }
-
-// live: the process serves requests.
-func (h *health) live(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// ready: the store answers and its schema is current.
-func (h *health) ready(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-	defer cancel()
-	st, err := h.store.SchemaVersion(ctx)
-	if err == nil {
-		err = queue.CheckStatus(st)
+// New builds the server and its routes.
+func New(d Deps) (*Server, error) {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err == nil && st.Version < st.Latest {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "schema behind: run readpast migrate up"})
+	s := &Server{d: d, log: d.Logger, echo: echo.New()}
+	s.echo.HideBanner, s.echo.HidePort = true, true
+	registerHealth(s.echo, d.Store)
+	if err := registerAPI(s); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "store unavailable", "error": err.Error()})
+	if err := registerUI(s); err != nil {
+		return nil, err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	return s, nil
 }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }

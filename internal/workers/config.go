@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"readpast/internal/queue"
 	"time"
 )
 
@@ -26,6 +27,8 @@ type Config struct {
 	// commit their body and completion together.
 	TargetIsStore bool
 	Logger        *slog.Logger
+	// Observer, if set, hears of claims and finished attempts (metrics).
+	Observer Observer
 
 	// beforeTxCommit, set only by tests, runs between a transactional body and
 	// its commit (queue.WithCommitHook).
@@ -56,6 +59,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReclaimEvery == 0 {
 		c.ReclaimEvery = min(c.Lease/3, 10*time.Second)
 	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -71,6 +77,20 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// Observer hears what a node does, for metrics. Calls come from many goroutines
+// and must not block.
+type Observer interface {
+	// Claimed: one claim round trip on queue q took d and returned n tasks (err set when it failed).
+	Claimed(q string, n int, d time.Duration, err error)
+	// Finished: an attempt on queue q ended with outcome o after running for d.
+	Finished(q string, o queue.Outcome, d time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Claimed(string, int, time.Duration, error)     {}
+func (nopObserver) Finished(string, queue.Outcome, time.Duration) {}
 
 // heartbeatEvery is a third of the lease, so two heartbeats may fail before it ends.
 func (c Config) heartbeatEvery() time.Duration { return c.Lease / 3 }

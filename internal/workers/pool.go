@@ -65,8 +65,10 @@ func (p *pool) produce(ctx context.Context, execCtx context.Context, wg *sync.Wa
 	for ctx.Err() == nil {
 		wait := p.n.cfg.Poll
 		if free := p.free(); free > 0 {
+			began := time.Now()
 			tasks, err := p.n.store.Claim(ctx, queue.ClaimParams{Queue: p.name, Owner: p.n.cfg.NodeID + "/" + p.name,
 				Limit: min(free, queue.MaxClaimLimit), LeaseDuration: p.n.cfg.Lease})
+			p.n.cfg.Observer.Claimed(p.name, len(tasks), time.Since(began), err)
 			if err != nil {
 				if ctx.Err() != nil {
 					return

@@ -37,6 +37,7 @@ func (n *Node) run(ctx context.Context, e *execution) {
 			ctx = queue.WithCommitHook(ctx, n.cfg.beforeTxCommit)
 		}
 		res, err := n.store.RunTransactional(ctx, a, t.Body)
+		n.cfg.Observer.Finished(t.Queue, transactionalOutcome(res, err), time.Since(a.StartedAt))
 		n.logEnd(t, res, err)
 		return
 	}
@@ -44,6 +45,7 @@ func (n *Node) run(ctx context.Context, e *execution) {
 	a.FinishedAt = time.Now()
 	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
 	a.Outcome, a.Error = outcome(ctx, runErr)
+	n.cfg.Observer.Finished(t.Queue, a.Outcome, a.FinishedAt.Sub(a.StartedAt))
 	if errors.Is(context.Cause(ctx), errLeaseLost) {
 		n.log.Warn("stopped a task whose lease was lost", "task", t.ID)
 		return
@@ -90,4 +92,15 @@ func (n *Node) logEnd(t *queue.Task, res queue.FinishResult, err error) {
 	default:
 		n.log.Debug("attempt recorded", "task", res.TaskID, "state", res.State)
 	}
+}
+
+// transactionalOutcome names what a transactional run ended as, for metrics.
+func transactionalOutcome(res queue.FinishResult, err error) queue.Outcome {
+	switch {
+	case errors.Is(err, queue.ErrLeaseLost):
+		return queue.OutcomeLost
+	case err == nil && res.State == queue.StateSucceeded:
+		return queue.OutcomeSucceeded
+	}
+	return queue.OutcomeFailed
 }
