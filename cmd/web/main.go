@@ -1,5 +1,5 @@
 // Command web is ReadPast: the dashboard, the JSON API and this node's workers,
-// in one binary. Subcommands: serve (the default), migrate, version.
+// in one binary. Subcommands: serve (the default), migrate, version, bench.
 package main
 
 import (
@@ -27,8 +27,11 @@ func main() {
 // run is main without the process: testable with its own args, env and outputs.
 func run(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) int {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || args[0] == "version") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || args[0] == "version" || args[0] == "bench") {
 		cmd, args = args[0], args[1:]
+	}
+	if cmd == "bench" {
+		return benchCmd(ctx, args, getenv, out, errOut)
 	}
 	if cmd == "version" {
 		fmt.Fprintln(out, "readpast", version)

@@ -26,6 +26,8 @@ type Node struct {
 	target target.Target
 	log    *slog.Logger
 
+	finisher *finisher
+
 	mu    sync.Mutex
 	pools map[string]*pool
 	ready chan struct{} // closed once the node registered and read its settings
@@ -37,8 +39,10 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, store: store, target: tgt, log: cfg.Logger.With("node", cfg.NodeID),
-		pools: map[string]*pool{}, ready: make(chan struct{})}, nil
+	n := &Node{cfg: cfg, store: store, target: tgt, log: cfg.Logger.With("node", cfg.NodeID),
+		pools: map[string]*pool{}, ready: make(chan struct{})}
+	n.finisher = newFinisher(n)
+	return n, nil
 }
 
 // ID is the node's id.
@@ -59,6 +63,10 @@ func (n *Node) Run(ctx context.Context) error {
 	execCtx, stopExec := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopExec(nil)
 	var loops, execs sync.WaitGroup
+	// The finisher outlives the executions it serves: it stops after drain.
+	finCtx, stopFinisher := context.WithCancel(context.WithoutCancel(ctx))
+	finDone := make(chan struct{})
+	go func() { defer close(finDone); n.finisher.run(finCtx) }()
 	n.refreshSettings(ctx, execCtx, &loops, &execs)
 	close(n.ready)
 	n.every(ctx, &loops, n.cfg.SettingsEvery, func() { n.refreshSettings(ctx, execCtx, &loops, &execs) })
@@ -78,6 +86,8 @@ func (n *Node) Run(ctx context.Context) error {
 	<-ctx.Done()
 	loops.Wait() // producers stopped: nothing new is claimed
 	n.drain(execCtx, stopExec, &execs)
+	stopFinisher()
+	<-finDone
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := n.store.StopNode(stopCtx, n.cfg.NodeID); err != nil {

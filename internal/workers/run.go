@@ -53,34 +53,13 @@ func (n *Node) run(ctx context.Context, e *execution) {
 	n.finish(a, errors.Is(context.Cause(ctx), errShutdown))
 }
 
-// finish records the attempt, retrying while the store is unreachable for up to
-// one lease: after that the lease has expired anyway and another node reclaims
-// the task, so nothing is lost and nothing waits forever.
+// finish records the attempt through the node's batching finisher.
 func (n *Node) finish(a queue.Attempt, release bool) {
-	deadline := time.Now().Add(n.cfg.Lease)
-	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 5*time.Second) {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.heartbeatEvery())
-		var res []queue.FinishResult
-		var err error
-		if release {
-			a.Error = errShutdown.Error()
-			res, err = n.store.Release(ctx, []queue.Attempt{a})
-		} else {
-			res, err = n.store.Finish(ctx, []queue.Attempt{a})
-		}
-		cancel()
-		if err == nil {
-			n.logEnd(nil, res[0], res[0].Err)
-			return
-		}
-		if time.Now().Add(wait).After(deadline) {
-			n.log.Error("could not record a finished attempt; its lease will expire and the task run again",
-				"task", a.TaskID, "outcome", a.Outcome, "err", err)
-			return
-		}
-		n.log.Warn("recording a finished attempt failed; retrying", "task", a.TaskID, "retry_in", wait, "err", err)
-		time.Sleep(wait)
+	if release {
+		a.Error = errShutdown.Error()
 	}
+	res := n.finisher.record(a, release)
+	n.logEnd(nil, res, res.Err)
 }
 
 func (n *Node) logEnd(t *queue.Task, res queue.FinishResult, err error) {

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"readpast/internal/bench"
+	"readpast/internal/queue"
+	"readpast/internal/queue/open"
+	"readpast/internal/target"
+	"readpast/internal/workers"
+)
+
+// benchCmd runs `readpast bench`: it measures this build on the store a DSN
+// names and prints a table, then the same figures as JSON. Use a scratch
+// database: it leaves its bench-* queues behind.
+func benchCmd(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) int {
+	fs := flag.NewFlagSet("readpast bench", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	dsn := fs.String("dsn", getenv("READPAST_DSN"), "store DSN to measure (env READPAST_DSN); use a scratch database")
+	tasks := fs.Int("tasks", 20000, "throughput: no-op tasks to drain")
+	nworkers := fs.Int("workers", 32, "throughput: workers per node")
+	nodes := fs.Int("nodes", 1, "throughput: nodes in this process")
+	latTasks := fs.Int("latency-tasks", 200, "latency: tasks enqueued one at a time")
+	rate := fs.Float64("latency-rate", 20, "latency: tasks per second")
+	depths := fs.String("depths", "1000,100000,1000000", "depth: pending depths to measure claims at")
+	idleFor := fs.Duration("idle-for", 10*time.Second, "idle: how long to watch an idle node")
+	only := fs.String("only", "", "comma-separated parts to run: throughput, latency, depth, idle (default all)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var ds []int
+	for _, f := range strings.Split(*depths, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(errOut, "readpast bench: --depths %q: give positive whole numbers separated by commas\n", *depths)
+			return 2
+		}
+		ds = append(ds, n)
+	}
+	parts := map[string]bool{}
+	for _, p := range strings.Split(*only, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if p != "throughput" && p != "latency" && p != "depth" && p != "idle" {
+				fmt.Fprintf(errOut, "readpast bench: --only %q: parts are throughput, latency, depth, idle\n", p)
+				return 2
+			}
+			parts[p] = true
+		}
+	}
+	s, err := open.Store(ctx, *dsn, queue.Options{})
+	if err != nil {
+		fmt.Fprintln(errOut, "readpast bench:", err)
+		return 1
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		fmt.Fprintln(errOut, "readpast bench:", err)
+		return 1
+	}
+	tgt, err := target.Open(ctx, *dsn)
+	if err != nil {
+		fmt.Fprintln(errOut, "readpast bench:", err)
+		return 1
+	}
+	defer tgt.Close()
+	ws, ok := s.(workers.Store)
+	if !ok {
+		fmt.Fprintf(errOut, "readpast bench: the %s store cannot run workers\n", s.Dialect())
+		return 1
+	}
+	r, err := bench.Run(ctx, bench.Config{Store: ws, Target: tgt, Dialect: s.Dialect(), DSN: *dsn, Tasks: *tasks, Workers: *nworkers,
+		Nodes: *nodes, LatencyTasks: *latTasks, LatencyRate: *rate, Depths: ds, IdleFor: *idleFor, Only: parts, Progress: errOut})
+	if r != nil {
+		r.WriteTable(out)
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(r)
+	}
+	if err != nil {
+		fmt.Fprintln(errOut, "readpast bench:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// DepthResult is the cost of one claim round trip (batch of 1) at a queue depth.
+type DepthResult struct {
+	Pending  int     `json:"pending"`
+	Finished int     `json:"finished_history"`
+	Claims   int     `json:"claims"`
+	P50      float64 `json:"claim_p50_ms"`
+	P99      float64 `json:"claim_p99_ms"`
+}
+
+const (
+	depthQueue   = "bench-depth"
+	historyQueue = "bench-history"
+	depthClaims  = 500
+)
+
+// depth grows one queue's pending tasks through c.Depths and measures claims at
+// each; after the first depth it also adds as many finished tasks as the
+// largest depth to the history and measures again, so the report shows whether
+// history or depth changes the claim's cost.
+func depth(ctx context.Context, c Config) ([]DepthResult, error) {
+	s := c.Store
+	var out []DepthResult
+	pending, history := 0, 0
+	for i, d := range c.Depths {
+		fmt.Fprintf(c.Progress, "depth: growing to %d pending\n", d)
+		if _, err := enqueueBulk(ctx, s, d-pending, queue.NewTask{Queue: depthQueue, Body: noop}); err != nil {
+			return out, err
+		}
+		pending = d
+		r, err := measureClaims(ctx, s, pending, history)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+		if i == 0 {
+			h := c.Depths[len(c.Depths)-1]
+			fmt.Fprintf(c.Progress, "depth: adding %d finished tasks to the history\n", h)
+			if err := addHistory(ctx, c, h); err != nil {
+				return out, err
+			}
+			history = h
+			if r, err = measureClaims(ctx, s, pending, history); err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// measureClaims claims one task at a time and finishes it, timing the claims only.
+func measureClaims(ctx context.Context, s queue.Store, pending, history int) (DepthResult, error) {
+	var took []time.Duration
+	for i := 0; i < depthClaims; i++ {
+		start := time.Now()
+		got, err := s.Claim(ctx, queue.ClaimParams{Queue: depthQueue, Owner: "bench/depth", Limit: 1, LeaseDuration: time.Minute})
+		took = append(took, time.Since(start))
+		if err != nil {
+			return DepthResult{}, err
+		}
+		if len(got) != 1 {
+			return DepthResult{}, fmt.Errorf("claim at depth %d returned %d tasks", pending, len(got))
+		}
+		now := time.Now()
+		if _, err := s.Finish(ctx, []queue.Attempt{{Lease: got[0].Lease(), Outcome: queue.OutcomeSucceeded, StartedAt: now, FinishedAt: now}}); err != nil {
+			return DepthResult{}, err
+		}
+	}
+	sortDurations(took)
+	return DepthResult{Pending: pending, Finished: history, Claims: depthClaims, P50: percentile(took, 50), P99: percentile(took, 99)}, nil
+}
+
+// addHistory enqueues n tasks and marks them finished directly in SQL: a
+// million real finish transactions would take longer than the measurement and
+// leave the same rows.
+func addHistory(ctx context.Context, c Config, n int) error {
+	if _, err := enqueueBulk(ctx, c.Store, n, queue.NewTask{Queue: historyQueue, Body: noop}); err != nil {
+		return err
+	}
+	now := map[string]string{"postgres": "now()", "sqlserver": "SYSUTCDATETIME()",
+		"sqlite": "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"}[c.Dialect]
+	_, err := c.Target.Run(ctx, fmt.Sprintf(`UPDATE readpast_tasks SET state = 'succeeded', attempts = 1, finished_at = %s
+		WHERE queue = '%s' AND state = 'pending'`, now, historyQueue), nil)
+	return err
+}
