@@ -26,7 +26,9 @@ type finishRequest struct {
 // maxFinishBatch bounds one round trip.
 const maxFinishBatch = 500
 
-func newFinisher(n *Node) *finisher { return &finisher{n: n, in: make(chan finishRequest, maxFinishBatch)} }
+func newFinisher(n *Node) *finisher {
+	return &finisher{n: n, in: make(chan finishRequest, maxFinishBatch)}
+}
 
 // record hands the attempt over and waits until it is written (or given up).
 func (f *finisher) record(a queue.Attempt, release bool) queue.FinishResult {
