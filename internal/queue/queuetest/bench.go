@@ -1,0 +1,82 @@
+package queuetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// BenchmarkHotPath measures the store calls on a task's path, per task, with
+// allocations: enqueue (batches of 1000), claim (batch 1 and batch 50), and
+// finish (batch 1 and batch 100; each writes the execution-log row in the same
+// transaction, so it is also the log-write cost). s must be migrated and empty.
+func BenchmarkHotPath(b *testing.B, s queue.Store) {
+	ctx := context.Background()
+	fill := func(b *testing.B, q string, n int) {
+		b.Helper()
+		batch := make([]queue.NewTask, 0, 1000)
+		for done := 0; done < n; done += len(batch) {
+			batch = batch[:0]
+			for i := 0; i < min(1000, n-done); i++ {
+				batch = append(batch, queue.NewTask{Queue: q, Body: "SELECT 1"})
+			}
+			if _, err := s.Enqueue(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	claim := func(b *testing.B, q string, n int) []*queue.Task {
+		got, err := s.Claim(ctx, queue.ClaimParams{Queue: q, Owner: "bench/w", Limit: n, LeaseDuration: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return got
+	}
+	finish := func(b *testing.B, tasks []*queue.Task) {
+		now := time.Now()
+		a := make([]queue.Attempt, len(tasks))
+		for i, t := range tasks {
+			a[i] = queue.Attempt{Lease: t.Lease(), Outcome: queue.OutcomeSucceeded, Node: "bench", Worker: "w", StartedAt: now, FinishedAt: now}
+		}
+		if _, err := s.Finish(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("enqueue_batch1000_per_task", func(b *testing.B) {
+		b.ReportAllocs()
+		fill(b, "b-enqueue", b.N)
+	})
+	for _, size := range []int{1, 50} {
+		q := "b-claim-" + map[int]string{1: "1", 50: "50"}[size]
+		b.Run("claim_batch"+map[int]string{1: "1", 50: "50"}[size]+"_per_task", func(b *testing.B) {
+			b.StopTimer()
+			fill(b, q, b.N+size)
+			b.ReportAllocs()
+			b.StartTimer()
+			for done := 0; done < b.N; {
+				got := claim(b, q, min(size, b.N-done))
+				b.StopTimer()
+				finish(b, got)
+				b.StartTimer()
+				done += len(got)
+			}
+		})
+	}
+	for _, size := range []int{1, 100} {
+		q := "b-finish-" + map[int]string{1: "1", 100: "100"}[size]
+		b.Run("finish_batch"+map[int]string{1: "1", 100: "100"}[size]+"_per_task", func(b *testing.B) {
+			b.StopTimer()
+			fill(b, q, b.N+size)
+			b.ReportAllocs()
+			for done := 0; done < b.N; {
+				got := claim(b, q, min(size, b.N-done))
+				b.StartTimer()
+				finish(b, got)
+				b.StopTimer()
+				done += len(got)
+			}
+		})
+	}
+}
