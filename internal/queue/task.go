@@ -81,7 +81,7 @@ type Task struct {
 	CancelRequested   bool
 	CreatedAt         time.Time
 	CreatedBy         string
-	StartedAt         time.Time // zero until the first attempt starts
+	StartedAt         time.Time // start of the latest attempt; zero before the first
 	FinishedAt        time.Time // zero until the task is finished
 	LastError         string
 

@@ -2,6 +2,7 @@ package target
 
 import (
 	"context"
+	"errors"
 	"database/sql"
 	"fmt"
 	"net/url"
@@ -58,8 +59,16 @@ func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(stri
 	if err := conn.QueryRowContext(context.WithoutCancel(ctx), `SELECT total_changes()`).Scan(&after); err == nil {
 		res.RowsAffected = after - before
 	}
+	// ROLLBACK succeeds only inside a transaction: a body that left one open
+	// has just had its work undone, so the run must not count as a success.
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); err == nil {
+		return res, errOpenTransaction
+	}
 	return res, nil
 }
+
+// errOpenTransaction fails a body that began a transaction and did not end it.
+var errOpenTransaction = errors.New("the body left a transaction open; it was rolled back: end every BEGIN with COMMIT in the body")
 
 func changesSince(conn *sql.Conn, before int64) int64 {
 	var after int64

@@ -38,8 +38,9 @@ func (s *Store) Release(ctx context.Context, attempts []queue.Attempt) ([]queue.
 
 // ReclaimExpired takes back up to limit (0: 100) running tasks whose lease
 // expired; each counts as an attempt with outcome lost, logged under the node
-// and worker of the lost lease. A task whose holder heartbeated or finished in
-// the meantime is left alone and not reported.
+// and worker of the lost lease, as running from the started_at its claim set
+// until now. A task whose holder heartbeated or finished in the meantime is
+// left alone and not reported.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishResult, error) {
 	if limit < 1 {
 		limit = 100

@@ -189,7 +189,7 @@ BEGIN
         lease_owner      = @owner,
         lease_token      = @token ^ id,
         lease_expires_at = DATEADD(millisecond, @lease_ms, @now),
-        started_at       = COALESCE(started_at, @now),
+        started_at       = @now,
         session_id       = NULL,
         cancel_requested = 0
     OUTPUT ` + columns("inserted") + `

@@ -10,8 +10,10 @@ package sqlserver
 // (datetime2 or NULL: the database's now), @rows, @messages, @release bit
 // (shutdown: pending at once, without back-off),
 // @reclaim bit (only if the lease has expired: a holder that heartbeated in the
-// meantime keeps its task), @b1..@b12 int: queue.Backoff(n) in milliseconds for
-// retry n = attempts - retry_base, clamped to 1..12 as Backoff itself does.
+// meantime keeps its task; the lost attempt is logged from the task row's
+// started_at, which every claim sets), @b1..@b12 int: queue.Backoff(n) in
+// milliseconds for retry n = attempts - retry_base, clamped to 1..12 as
+// Backoff itself does.
 //
 // The result is one row: lost (the lease was not current: nothing changed),
 // state (after the attempt, or the task's current state when lost) and
@@ -38,7 +40,8 @@ DECLARE @done TABLE (
     stage        int           NOT NULL,
     queue        nvarchar(64)  NOT NULL,
     lease_owner  nvarchar(128) NULL,
-    session_id   nvarchar(64)  NULL
+    session_id   nvarchar(64)  NULL,
+    started_at   datetime2(6)  NULL
 );
 
 -- Lock order 2: the chain row.
@@ -65,8 +68,8 @@ SET t.state            = n.next_state,
     t.finished_by      = CASE WHEN n.next_state = 'pending' THEN NULL ELSE t.lease_owner END,
     t.last_error       = COALESCE(@error, t.last_error)
 OUTPUT inserted.state, inserted.available_at, inserted.attempts, inserted.stage,
-       inserted.queue, deleted.lease_owner, deleted.session_id
-INTO @done (state, available_at, attempt, stage, queue, lease_owner, session_id)
+       inserted.queue, deleted.lease_owner, deleted.session_id, deleted.started_at
+INTO @done (state, available_at, attempt, stage, queue, lease_owner, session_id, started_at)
 FROM dbo.readpast_tasks AS t WITH (ROWLOCK)
 CROSS APPLY (
     -- queue.AfterAttempt, row by row: a release is pending at once; failed,
@@ -120,6 +123,8 @@ BEGIN
     END;
 
     -- The execution-log row, in the same transaction as the state change.
+    -- Every claim sets started_at, so a reclaimed (lost) attempt ran from the
+    -- started_at of the row it fenced; the others start when their worker says.
     INSERT INTO dbo.readpast_attempts
         (task_id, attempt, queue, node, worker, session_id, started_at, finished_at,
          duration_ms, outcome, error, rows_affected, messages)
@@ -134,7 +139,8 @@ BEGIN
            @outcome, COALESCE(@error, N''), @rows, COALESCE(@messages, N'')
     FROM @done AS d
     CROSS APPLY (
-        SELECT CAST(COALESCE(@started, @now) AS datetime2(6)) AS started_at,
+        SELECT CAST(COALESCE(CASE WHEN @reclaim = 1 THEN d.started_at END, @started, @now)
+                    AS datetime2(6)) AS started_at,
                CAST(COALESCE(@finished, @now) AS datetime2(6)) AS finished_at
     ) AS w;
 END;

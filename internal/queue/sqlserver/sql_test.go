@@ -427,6 +427,40 @@ func TestSplitBatches(t *testing.T) {
 	if got := splitBatches("  \n GO \n"); len(got) != 0 {
 		t.Errorf("a script of blanks and GO gave %q, want no batches", got)
 	}
+	// "GO n" repeats the batch; batch.Split drops the count on a last line
+	// with no line break after it, which splitBatches makes up for.
+	for _, body := range []string{"PRINT 1\nGO 3", "PRINT 1\nGO 3\n", "PRINT 1\r\nGO 3\r\n"} {
+		if got := splitBatches(body); len(got) != 3 {
+			t.Errorf("splitBatches(%q) = %q, want the batch 3 times", body, got)
+		}
+	}
+}
+
+// TestClaimSetsStartedAtOnEveryClaim: started_at is the latest attempt's
+// start, so a claim sets it whether or not an earlier attempt did.
+func TestClaimSetsStartedAtOnEveryClaim(t *testing.T) {
+	code := stripSQL(claimCore)
+	if !regexp.MustCompile(`(?m)^\s*started_at\s*=\s*@now,`).MatchString(code) {
+		t.Error("the claim does not set started_at = @now")
+	}
+	if regexp.MustCompile(`(?i)COALESCE\s*\(\s*started_at`).MatchString(code) {
+		t.Error("the claim keeps an earlier attempt's started_at")
+	}
+}
+
+// TestReclaimLogsTheLostAttemptFromItsStart: the log row of a lost attempt
+// starts at the started_at of the task row the reclaim fenced.
+func TestReclaimLogsTheLostAttemptFromItsStart(t *testing.T) {
+	code := stripSQL(finishCore)
+	for _, want := range []string{
+		"deleted.started_at",
+		"INTO @done (state, available_at, attempt, stage, queue, lease_owner, session_id, started_at)",
+		"COALESCE(CASE WHEN @reclaim = 1 THEN d.started_at END, @started, @now)",
+	} {
+		if !strings.Contains(code, want) {
+			t.Errorf("finishCore lacks %q", want)
+		}
+	}
 }
 
 func TestListArgs(t *testing.T) {

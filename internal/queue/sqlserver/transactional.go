@@ -140,6 +140,8 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a *queue.Attempt, batc
 	if res.Err != nil {
 		return res, nil, nil // lease lost: the deferred rollback undoes the body
 	}
+	// Body and completion ran; nothing is committed yet (tests stop here).
+	queue.RunCommitHook(ctx)
 	if err := tx.Commit(); err != nil {
 		return res, nil, err
 	}
@@ -147,8 +149,13 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a *queue.Attempt, batc
 }
 
 // splitBatches splits a script on GO lines (sqlcmd's convention, as go-mssqldb's
-// batch package reads it: "GO 3" repeats a batch) and drops empty batches.
+// batch package reads it: "GO 3" repeats a batch, at most 1000 times) and drops
+// empty batches. batch.Split ignores the count on a last line with no line
+// break after it, so one is added. internal/target splits the same way.
 func splitBatches(body string) []string {
+	if !strings.HasSuffix(body, "\n") {
+		body += "\n"
+	}
 	var out []string
 	for _, b := range batch.Split(body, "GO") {
 		if strings.TrimSpace(b) != "" {
