@@ -111,6 +111,8 @@ func (c config) validate() error {
 	case !isLoopback(host) && c.OperatorToken == "":
 		// The dashboard executes SQL: never expose it without credentials.
 		return fmt.Errorf("--listen %s is not a loopback address: set --operator-token (READPAST_OPERATOR_TOKEN) first, or listen on 127.0.0.1", c.Listen)
+	case c.ViewerToken != "" && c.OperatorToken == "":
+		return errors.New("--viewer-token is set without --operator-token: nobody could operate; set both (or neither, for local mode on loopback)")
 	}
 	return nil
 }

@@ -48,6 +48,7 @@ func TestRefusals(t *testing.T) {
 		{[]string{"--operator-token", "short"}, nil, "at least 16"},
 		{[]string{"--poll", "1ms"}, nil, "--poll"},
 		{[]string{"extra"}, nil, "unexpected argument"},
+		{nil, map[string]string{"READPAST_VIEWER_TOKEN": "vvvvvvvvvvvvvvvvvvvv"}, "without --operator-token"},
 	}
 	for _, c := range cases {
 		_, err := parseFlags("t", c.args, envOf(c.env), io.Discard)

@@ -43,8 +43,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if !ok {
 		return fmt.Errorf("the %s store cannot run workers", store.Dialect())
 	}
+	metrics := web.NewMetrics()
 	node, err := workers.New(ws, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: cfg.Workers,
-		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, TargetIsStore: targetDSN == cfg.DSN, Logger: log})
+		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, TargetIsStore: targetDSN == cfg.DSN, Logger: log, Observer: metrics})
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return fmt.Errorf("the %s store cannot serve the dashboard", store.Dialect())
 	}
 	handler, err := web.New(web.Deps{Store: wstore, Node: node, Logger: log, Version: version, Lease: cfg.Lease,
-		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken})
+		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken, MaxBodyBytes: cfg.MaxBodyBytes, Metrics: metrics})
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if dialect == "sqlite" {
 		where += " " + path
 	}
-	log.Info("ReadPast is serving", "url", "http://"+ln.Addr().String(), "store", where, "node", node.ID())
+	auth := "tokens"
+	if cfg.OperatorToken == "" {
+		auth = "local mode: no tokens, loopback only"
+	}
+	log.Info("ReadPast is serving", "url", "http://"+ln.Addr().String(), "store", where, "node", node.ID(), "auth", auth)
 
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNode()

@@ -12,14 +12,13 @@ import (
 // batches with a pause between them, so a purge of millions of rows never holds
 // the locks or the single SQLite writer that the claim path needs for long.
 type Retention struct {
-	Store      queue.LogStore
-	LogAge     time.Duration // execution-log rows older than this go; 0 keeps them
-	TaskAge    time.Duration // finished tasks older than this go; 0 keeps them
-	Batch      int           // rows per delete; default 500
-	Pause      time.Duration // between batches; default 50ms
-	Every      time.Duration // between purge runs; default 1h
-	Logger     *slog.Logger
-	nowForTest func() time.Time
+	Store   queue.LogStore
+	LogAge  time.Duration // execution-log rows older than this go; 0 keeps them
+	TaskAge time.Duration // finished tasks older than this go; 0 keeps them
+	Batch   int           // rows per delete; default 500
+	Pause   time.Duration // between batches; default 50ms
+	Every   time.Duration // between purge runs; default 1h
+	Logger  *slog.Logger
 }
 
 // Run purges every Every until ctx ends.

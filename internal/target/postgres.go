@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,10 @@ import (
 
 	"readpast/internal/queue"
 )
+
+// defaultTargetConns caps the target pool unless the DSN sets pool_max_conns:
+// PostgreSQL's default max_connections.
+const defaultTargetConns = 100
 
 type postgresTarget struct {
 	pool *pgxpool.Pool
@@ -24,6 +29,13 @@ func openPostgres(ctx context.Context, dsn string) (*postgresTarget, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("target: parsing postgres dsn: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// One connection per running task: pgxpool's default (4 on a 2-core
+		// machine) would silently cap a node's workers at that many, the rest
+		// waiting for a connection against their timeouts. Connections open on
+		// demand, so the cap costs nothing while unused.
+		cfg.MaxConns = defaultTargetConns
 	}
 	t := &postgresTarget{}
 	cfg.ConnConfig.OnNotice = func(c *pgconn.PgConn, n *pgconn.Notice) {
@@ -64,13 +76,9 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 	defer func() {
 		t.collectors.Delete(pg)
 		res.Messages = msgs.String()
-		// A body that left a transaction open, or was cancelled mid-statement,
-		// leaves a connection the next task must not inherit.
-		if ctx.Err() != nil || pg.IsClosed() || pg.TxStatus() != 'I' {
-			_ = conn.Hijack().Close(context.Background())
-			return
+		if leftOpen := releasePostgres(ctx, conn); leftOpen && err == nil {
+			err = errOpenTransaction
 		}
-		conn.Release()
 	}()
 	for i, batch := range queue.SplitGo(body) {
 		results, execErr := pg.Exec(ctx, batch).ReadAll()
@@ -82,4 +90,34 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 		}
 	}
 	return res, nil
+}
+
+// releasePostgres makes the connection clean for the next body and gives it
+// back to the pool, or closes it when that cannot be done. A transaction the
+// body left open is rolled back and reported (the body's work is gone, so its
+// run must not count as a success), and DISCARD ALL undoes what else a body may
+// have changed in the session: settings, temporary tables, advisory locks,
+// LISTENs, prepared statements. A body cancelled mid-statement closes the
+// connection: a cancel request may still be on its way to that backend.
+func releasePostgres(ctx context.Context, conn *pgxpool.Conn) (leftOpen bool) {
+	pg := conn.Conn().PgConn()
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ctx.Err() != nil || pg.IsClosed() {
+		_ = conn.Hijack().Close(rctx)
+		return false
+	}
+	leftOpen = pg.TxStatus() != 'I'
+	if leftOpen {
+		if _, err := pg.Exec(rctx, "ROLLBACK").ReadAll(); err != nil {
+			_ = conn.Hijack().Close(rctx)
+			return leftOpen
+		}
+	}
+	if _, err := pg.Exec(rctx, "DISCARD ALL").ReadAll(); err != nil {
+		_ = conn.Hijack().Close(rctx)
+		return leftOpen
+	}
+	conn.Release()
+	return leftOpen
 }

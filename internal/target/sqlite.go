@@ -2,8 +2,8 @@ package target
 
 import (
 	"context"
-	"errors"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"

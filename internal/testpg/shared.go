@@ -54,3 +54,25 @@ func Main(m *testing.M) int {
 	}
 	return code
 }
+
+// Private starts a server of t's own, for a test that stops and starts it
+// (connection loss) and so must not use the shared one, and closes it when t
+// ends, after the test's databases are dropped. Like Shared, it skips t when no
+// server binaries are installed, or fails it when READPAST_REQUIRE_POSTGRES is set.
+func Private(t testing.TB) *Server {
+	t.Helper()
+	srv, err := Start()
+	switch {
+	case err == nil:
+	case IsNoServer(err) && !required():
+		t.Skipf("%v; set %s=1 to make this a failure", err, RequireEnv)
+	default:
+		t.Fatalf("starting a private test PostgreSQL server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("closing the private test PostgreSQL server: %v", err)
+		}
+	})
+	return srv
+}

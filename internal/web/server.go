@@ -46,13 +46,30 @@ type Deps struct {
 	ViewerToken   string
 	// Lease is the nodes' lease: a node silent for longer is shown as gone.
 	Lease time.Duration
+	// MaxBodyBytes is the task body limit the store enforces; 0 means
+	// queue.DefaultMaxBodyBytes. It sizes MaxRequestBytes.
+	MaxBodyBytes int
+	// MaxRequestBytes limits a JSON request body (413 above it); 0 means
+	// max(8 MiB, 2×MaxBodyBytes + 1 MiB).
+	MaxRequestBytes int64
+	// Metrics is the Prometheus observer the node's workers feed (pass the same
+	// value as workers.Config.Observer); nil: New makes one that only has the
+	// gauges read at scrape time.
+	Metrics *Metrics
+	// SessionTTL is how long a browser login lasts; 0 means 12 hours.
+	SessionTTL time.Duration
 }
 
 // Server is the dashboard and API; it is an http.Handler.
 type Server struct {
-	d    Deps
-	log  *slog.Logger
-	echo *echo.Echo
+	d       Deps
+	log     *slog.Logger
+	echo    *echo.Echo
+	auth    *authState // roles, sessions and CSRF keys (auth.go)
+	metrics *Metrics   // Prometheus collectors (metrics.go)
+	// pageError, when set (by the pages), renders an error for a browser page
+	// request as HTML; API errors are always JSON (errors.go).
+	pageError func(c echo.Context, status int, msg string) error
 }
 
 // New builds the server and its routes.

@@ -38,7 +38,7 @@ func (n *Node) run(ctx context.Context, e *execution) {
 		}
 		res, err := n.store.RunTransactional(ctx, a, t.Body)
 		n.cfg.Observer.Finished(t.Queue, transactionalOutcome(res, err), time.Since(a.StartedAt))
-		n.logEnd(t, res, err)
+		n.logEnd(res, err)
 		return
 	}
 	res, runErr := n.target.Run(ctx, t.Body, e.setSession)
@@ -59,15 +59,15 @@ func (n *Node) finish(a queue.Attempt, release bool) {
 		a.Error = errShutdown.Error()
 	}
 	res := n.finisher.record(a, release)
-	n.logEnd(nil, res, res.Err)
+	n.logEnd(res, res.Err)
 }
 
-func (n *Node) logEnd(t *queue.Task, res queue.FinishResult, err error) {
+func (n *Node) logEnd(res queue.FinishResult, err error) {
 	switch {
 	case errors.Is(err, queue.ErrLeaseLost):
 		n.log.Warn("attempt not recorded: the lease was lost", "task", res.TaskID)
 	case err != nil:
-		n.log.Warn("transactional task", "task", t.ID, "err", err)
+		n.log.Warn("attempt not recorded", "task", res.TaskID, "err", err)
 	default:
 		n.log.Debug("attempt recorded", "task", res.TaskID, "state", res.State)
 	}

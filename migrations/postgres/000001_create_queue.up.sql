@@ -227,7 +227,7 @@ BEGIN
     END LOOP;
     -- Wake idle workers of other nodes (delivered at commit).
     FOR v_name IN SELECT DISTINCT q FROM unnest(p_queue) AS q LOOP
-        PERFORM pg_notify('readpast_enqueued', v_name);
+        PERFORM pg_notify('readpast_enqueue', v_name);
     END LOOP;
 END
 $$;
@@ -328,14 +328,15 @@ BEGIN
       FROM unnest(v_groups, v_taken) AS x(name, k)
      WHERE g.name = x.name AND x.k > 0;
 
-    -- 4. The admitted tasks run, each under a new fencing token.
+    -- 4. The admitted tasks run, each under a new fencing token. started_at is
+    -- the start of this attempt: a reclaim logs the lost attempt from it.
     RETURN QUERY
     WITH claimed AS (
         UPDATE readpast_tasks t
            SET state = 'running', attempts = t.attempts + 1, lease_owner = p_owner,
                lease_token = readpast_new_token(),
                lease_expires_at = now() + p_lease_us * interval '1 microsecond',
-               started_at = coalesce(t.started_at, now()), cancel_requested = false, session_id = NULL
+               started_at = now(), cancel_requested = false, session_id = NULL
          WHERE t.id = ANY (v_ids)
         RETURNING t.*
     )

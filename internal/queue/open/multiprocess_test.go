@@ -108,7 +108,11 @@ func TestClaimerProcess(t *testing.T) {
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	for empty := 0; empty < 3; {
-		got, err := s.Claim(ctx, queue.ClaimParams{Queue: "mp", Owner: fmt.Sprintf("pid%d", os.Getpid()), Limit: 25, LeaseDuration: time.Minute})
+		var got []*queue.Task
+		err := retryBusy(func() (err error) {
+			got, err = s.Claim(ctx, queue.ClaimParams{Queue: "mp", Owner: fmt.Sprintf("pid%d", os.Getpid()), Limit: 25, LeaseDuration: time.Minute})
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +144,11 @@ func TestClaimerProcess(t *testing.T) {
 			}
 			attempts[i] = queue.Attempt{Lease: task.Lease(), Outcome: queue.OutcomeSucceeded, StartedAt: time.Now(), FinishedAt: time.Now()}
 		}
-		res, err := s.Finish(ctx, attempts)
+		var res []queue.FinishResult
+		err = retryBusy(func() (err error) {
+			res, err = s.Finish(ctx, attempts)
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,4 +158,18 @@ func TestClaimerProcess(t *testing.T) {
 			}
 		}
 	}
+}
+
+// retryBusy retries a store call that failed, as a real claimer does: under CPU
+// load SQLite can report the database busy past its busy timeout, and a child
+// that gave up while holding leases would leave tasks nobody reclaims here.
+func retryBusy(fn func() error) error {
+	var err error
+	for i := 0; i < 20; i++ {
+		if err = fn(); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }

@@ -9,7 +9,9 @@ import (
 
 // Enqueue implements queue.Store: every task is validated first, then the batch
 // is written by one call of readpast_enqueue (one round trip, one transaction),
-// so a batch is all or nothing.
+// so a batch is all or nothing. In the same transaction it notifies
+// NotifyChannel once per distinct queue, so the listeners of every node
+// (Listen) hear of the new tasks when they commit.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, error) {
 	tasks, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
 	if err != nil {

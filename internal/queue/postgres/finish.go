@@ -59,7 +59,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 		limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, lease_token, coalesce(lease_owner, ''), coalesce(session_id, ''),
-			greatest(started_at, available_at), now()
+			started_at, now()
 		FROM readpast_tasks WHERE state = 'running' AND lease_expires_at < now()
 		ORDER BY lease_expires_at LIMIT $1`, limit)
 	if err != nil {
@@ -69,8 +69,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 	for rows.Next() {
 		var a queue.Attempt
 		var owner string
-		// The claim time of the attempt is not stored; the later of the first
-		// start and the time it became claimable is the closest bound.
+		// started_at is set by every claim: the lost attempt ran from there.
 		if err := rows.Scan(&a.TaskID, &a.Token, &owner, &a.SessionID, &a.StartedAt, &a.FinishedAt); err != nil {
 			rows.Close()
 			return nil, wrap(err, "reclaiming expired leases: reading them")

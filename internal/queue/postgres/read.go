@@ -97,27 +97,12 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 
 // TaskAttempts implements queue.Store.
 func (s *Store) TaskAttempts(ctx context.Context, taskID int64) ([]queue.AttemptRecord, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, task_id, attempt, queue, node, worker, session_id, started_at,
-			finished_at, duration_ms, outcome, error, rows_affected, messages
-		FROM readpast_attempts WHERE task_id = $1 ORDER BY attempt, id`, taskID)
+	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM readpast_attempts WHERE task_id = $1 ORDER BY attempt, id`, taskID)
 	if err != nil {
 		return nil, wrap(err, "reading the attempts of task %d", taskID)
 	}
-	defer rows.Close()
-	var out []queue.AttemptRecord
-	for rows.Next() {
-		var r queue.AttemptRecord
-		var ms int64
-		var outcome string
-		if err := rows.Scan(&r.ID, &r.TaskID, &r.Attempt, &r.Queue, &r.Node, &r.Worker, &r.SessionID, &r.StartedAt,
-			&r.FinishedAt, &ms, &outcome, &r.Error, &r.RowsAffected, &r.Messages); err != nil {
-			return nil, wrap(err, "reading the attempts of task %d", taskID)
-		}
-		r.StartedAt, r.FinishedAt = r.StartedAt.UTC(), r.FinishedAt.UTC()
-		r.Duration, r.Outcome = time.Duration(ms)*time.Millisecond, queue.Outcome(outcome)
-		out = append(out, r)
-	}
-	return out, wrap(rows.Err(), "reading the attempts of task %d", taskID)
+	out, err := scanAttempts(rows)
+	return out, wrap(err, "reading the attempts of task %d", taskID)
 }
 
 // Queues implements queue.Store.

@@ -39,6 +39,9 @@ type Store struct {
 	opts    queue.Options
 	log     *slog.Logger
 	notices *noticeRouter
+	// listenCheck is how long Listen waits for a notification before checking
+	// its connection (listenCheckEvery; tests shorten it).
+	listenCheck time.Duration
 }
 
 var _ queue.Store = (*Store)(nil)
@@ -58,7 +61,7 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Store{conn: cfg.ConnConfig.Copy(), opts: opts, log: log, notices: newNoticeRouter()}
+	s := &Store{conn: cfg.ConnConfig.Copy(), opts: opts, log: log, notices: newNoticeRouter(), listenCheck: listenCheckEvery}
 	cfg.ConnConfig.OnNotice = s.notices.handle
 	// On a cancelled context, ask the server to cancel the statement before
 	// giving up on the socket: a task's timeout must stop its SQL on the server,

@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"readpast/internal/queue"
+)
+
+var (
+	_ queue.LogStore           = (*Store)(nil)
+	_ queue.QueueSettingsStore = (*Store)(nil)
+)
+
+// attemptColumns is the column list of an execution-log read, in scanAttempt's order.
+const attemptColumns = `id, task_id, attempt, queue, node, worker, session_id, started_at,
+	finished_at, duration_ms, outcome, error, rows_affected, messages`
+
+func scanAttempt(row pgx.Row) (queue.AttemptRecord, error) {
+	var r queue.AttemptRecord
+	var ms int64
+	var outcome string
+	err := row.Scan(&r.ID, &r.TaskID, &r.Attempt, &r.Queue, &r.Node, &r.Worker, &r.SessionID, &r.StartedAt,
+		&r.FinishedAt, &ms, &outcome, &r.Error, &r.RowsAffected, &r.Messages)
+	r.StartedAt, r.FinishedAt = r.StartedAt.UTC(), r.FinishedAt.UTC()
+	r.Duration, r.Outcome = time.Duration(ms)*time.Millisecond, queue.Outcome(outcome)
+	return r, err
+}
+
+// scanAttempts reads every row of attemptColumns.
+func scanAttempts(rows pgx.Rows) ([]queue.AttemptRecord, error) {
+	defer rows.Close()
+	var out []queue.AttemptRecord
+	for rows.Next() {
+		r, err := scanAttempt(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Attempts implements queue.LogStore: keyset pages newest first (id < Before
+// ORDER BY id DESC), each filter served by an index of readpast_attempts.
+func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
+	limit, err := queue.CheckLogQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if q.TaskID != 0 {
+		add("task_id = $%d", q.TaskID)
+	}
+	if q.Queue != "" {
+		add("queue = $%d", q.Queue)
+	}
+	if q.Outcome != "" {
+		add("outcome = $%d", string(q.Outcome))
+	}
+	if !q.Since.IsZero() {
+		add("finished_at >= $%d", q.Since)
+	}
+	if !q.Until.IsZero() {
+		add("finished_at < $%d", q.Until)
+	}
+	if q.Before > 0 {
+		add("id < $%d", q.Before)
+	}
+	query := `SELECT ` + attemptColumns + ` FROM readpast_attempts`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	query += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, wrap(err, "querying the execution log")
+	}
+	out, err := scanAttempts(rows)
+	return out, wrap(err, "querying the execution log")
+}
+
+// PurgeAttempts implements queue.LogStore. One short statement deletes at most
+// batch rows; rows another transaction has locked are skipped, so a purge never
+// waits on, or makes wait, anything else.
+func (s *Store) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	return s.purge(ctx, "purging the execution log", `DELETE FROM readpast_attempts WHERE id IN (
+		SELECT id FROM readpast_attempts WHERE finished_at < $1
+		 ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
+}
+
+// PurgeTasks implements queue.LogStore: finished tasks only, at most batch per
+// call, skipping rows locked by anyone else (a retry, a cancel) instead of
+// waiting for them.
+func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	return s.purge(ctx, "purging finished tasks", `DELETE FROM readpast_tasks WHERE id IN (
+		SELECT id FROM readpast_tasks WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < $1
+		 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
+}
+
+func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time, batch int) (int64, error) {
+	if batch < 1 || batch > 10000 {
+		return 0, &queue.ValidationError{Field: "batch", Reason: fmt.Sprintf("is %d: use 1 to 10000", batch)}
+	}
+	tag, err := s.pool.Exec(ctx, query, cutoff, batch)
+	if err != nil {
+		return 0, wrap(err, "%s", what)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// QueueSettings implements queue.QueueSettingsStore: the settings rows only, no
+// counts, so every node can read them each second at the cost of one small scan.
+func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by
+		FROM readpast_queues ORDER BY name`)
+	if err != nil {
+		return nil, wrap(err, "reading queue settings")
+	}
+	defer rows.Close()
+	var out []queue.Queue
+	for rows.Next() {
+		var q queue.Queue
+		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy); err != nil {
+			return nil, wrap(err, "reading queue settings")
+		}
+		q.UpdatedAt = q.UpdatedAt.UTC()
+		out = append(out, q)
+	}
+	return out, wrap(rows.Err(), "reading queue settings")
+}

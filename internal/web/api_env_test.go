@@ -1,0 +1,202 @@
+package web
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+	"readpast/internal/queue/open"
+	"readpast/internal/target"
+	"readpast/internal/workers"
+)
+
+// Tokens of the API tests' token mode.
+const (
+	testOperatorToken = "op-secret-0123456789"
+	testViewerToken   = "viewer-secret-0123456789"
+)
+
+// apiOpts shapes one API test server.
+type apiOpts struct {
+	tokens     bool          // operator and viewer tokens; false: local mode
+	node       bool          // run a real worker node on the store
+	maxRequest int64         // Deps.MaxRequestBytes
+	lease      time.Duration // the node's lease; default 2s
+}
+
+// apiEnv is a real server on a fresh SQLite store, reached over HTTP.
+type apiEnv struct {
+	t       *testing.T
+	ctx     context.Context
+	srv     *httptest.Server
+	server  *Server
+	store   Store
+	dbPath  string
+	node    *workers.Node
+	metrics *Metrics
+}
+
+func newAPIEnv(t *testing.T, o apiOpts) *apiEnv {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	path := filepath.Join(t.TempDir(), "api.db")
+	s, err := open.Store(ctx, "sqlite://"+path, queue.Options{MaxBodyBytes: 4096})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	require.NoError(t, s.Migrate(ctx))
+	e := &apiEnv{t: t, ctx: ctx, store: s.(Store), dbPath: path, metrics: NewMetrics()}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := Deps{Store: e.store, Logger: log, Version: "test", Lease: 2 * time.Second, Metrics: e.metrics,
+		MaxBodyBytes: 4096, MaxRequestBytes: o.maxRequest}
+	if o.tokens {
+		d.OperatorToken, d.ViewerToken = testOperatorToken, testViewerToken
+	}
+	if o.lease == 0 {
+		o.lease = 2 * time.Second
+	}
+	if o.node {
+		tgt, err := target.Open(ctx, "sqlite://"+path)
+		require.NoError(t, err)
+		t.Cleanup(func() { tgt.Close() })
+		n, err := workers.New(s.(workers.Store), tgt, workers.Config{NodeID: "api-test-node", Poll: 50 * time.Millisecond,
+			Lease: o.lease, Grace: time.Second, SettingsEvery: 50 * time.Millisecond, Observer: e.metrics, Logger: log})
+		require.NoError(t, err)
+		nctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = n.Run(nctx) }()
+		t.Cleanup(func() { stop(); <-done })
+		select {
+		case <-n.Ready():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the worker node did not start")
+		}
+		e.node, d.Node = n, n
+	}
+	e.server, err = New(d)
+	require.NoError(t, err)
+	e.srv = httptest.NewServer(e.server)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// apiRes is one answer.
+type apiRes struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the body into v.
+func (r apiRes) json(t *testing.T, v any) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal(r.body, v), "body: %s", r.body)
+}
+
+// errorMsg is the {"error": ...} of a refusal.
+func (r apiRes) errorMsg(t *testing.T) string {
+	t.Helper()
+	var b errorBody
+	r.json(t, &b)
+	require.NotEmpty(t, b.Error, "a refusal must say why: %s", r.body)
+	return b.Error
+}
+
+// newRequest builds a request to the test server; a non-empty body is JSON.
+func (e *apiEnv) newRequest(method, path, token, body string) *http.Request {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(e.ctx, method, e.srv.URL+path, rd)
+	require.NoError(e.t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}
+
+// send makes the request without following redirects.
+func (e *apiEnv) send(req *http.Request, jar http.CookieJar) apiRes {
+	e.t.Helper()
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Do(req)
+	require.NoError(e.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(e.t, err)
+	return apiRes{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// call is one API request with a bearer token ("" for none).
+func (e *apiEnv) call(method, path, token, body string) apiRes {
+	e.t.Helper()
+	return e.send(e.newRequest(method, path, token, body), nil)
+}
+
+// enqueue posts one task and returns it.
+func (e *apiEnv) enqueue(token, body string) taskOut {
+	e.t.Helper()
+	r := e.call("POST", "/api/tasks", token, body)
+	require.Equal(e.t, http.StatusCreated, r.status, "enqueue: %s", r.body)
+	var t taskOut
+	r.json(e.t, &t)
+	return t
+}
+
+// waitState polls the task until it reaches st.
+func (e *apiEnv) waitState(id int64, st queue.State, within time.Duration) {
+	e.t.Helper()
+	require.Eventually(e.t, func() bool {
+		t, err := e.store.Get(e.ctx, id)
+		return err == nil && t.State == st
+	}, within, 20*time.Millisecond, "task %d did not become %s", id, st)
+}
+
+// auditRows reads the audit log through SQL (the store has no reader for it).
+func (e *apiEnv) auditRows() []string {
+	e.t.Helper()
+	db, err := sql.Open("sqlite", e.dbPath)
+	require.NoError(e.t, err)
+	defer db.Close()
+	rows, err := db.QueryContext(e.ctx, `SELECT actor, action, target, detail FROM readpast_audit ORDER BY id`)
+	require.NoError(e.t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var actor, action, target, detail string
+		require.NoError(e.t, rows.Scan(&actor, &action, &target, &detail))
+		out = append(out, strings.TrimSpace(actor+" "+action+" "+target+" "+detail))
+	}
+	require.NoError(e.t, rows.Err())
+	return out
+}
+
+// newJar is a browser's cookie jar.
+func newJar(t *testing.T) http.CookieJar {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return jar
+}
+
+// longBody runs on SQLite until it is interrupted.
+const longBody = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) SELECT count(*) FROM c"
+
+// nopBody is a request body of s.
+func nopBody(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }

@@ -1,0 +1,52 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// nodeOut is a registered node as the API returns it.
+type nodeOut struct {
+	ID          string          `json:"id"`
+	Hostname    string          `json:"hostname"`
+	PID         int             `json:"pid"`
+	Version     string          `json:"version"`
+	StartedAt   time.Time       `json:"started_at"`
+	HeartbeatAt time.Time       `json:"heartbeat_at"`
+	StoppedAt   *time.Time      `json:"stopped_at"`
+	Gone        bool            `json:"gone"` // stopped, or silent for longer than a lease
+	Self        bool            `json:"self"` // the node serving this request
+	Info        json.RawMessage `json:"info"` // its pools and what each worker runs (workers.NodeInfo)
+}
+
+// listNodes is GET /api/nodes, newest heartbeat first.
+func (s *Server) listNodes(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	goneAfter := s.d.Lease
+	if goneAfter <= 0 {
+		goneAfter = 30 * time.Second
+	}
+	ns, err := s.d.Store.Nodes(c.Request().Context(), goneAfter)
+	if err != nil {
+		return err
+	}
+	self := ""
+	if s.d.Node != nil {
+		self = s.d.Node.ID()
+	}
+	out := make([]nodeOut, len(ns))
+	for i, n := range ns {
+		info := json.RawMessage(n.Info)
+		if !json.Valid(info) {
+			info = json.RawMessage(`{}`)
+		}
+		out[i] = nodeOut{ID: n.ID, Hostname: n.Hostname, PID: n.PID, Version: n.Version, StartedAt: n.StartedAt.UTC(),
+			HeartbeatAt: n.HeartbeatAt.UTC(), StoppedAt: optTime(n.StoppedAt), Gone: n.Gone, Self: n.ID == self, Info: info}
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"nodes": out})
+}

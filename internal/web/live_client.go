@@ -1,0 +1,102 @@
+package web
+
+import (
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+)
+
+// liveClient is one websocket connection: a read pump that only watches for
+// pongs and the close, and a write pump that sends what the hub queues and pings.
+type liveClient struct {
+	hub  *liveHub
+	conn *websocket.Conn
+	send chan []byte // closed by the hub when it drops the client
+	view liveView
+	// Owned by the hub: whether the client still needs its snapshot, and what
+	// it was last sent (the baseline of its next message).
+	fresh      bool
+	sentFields *fieldSet
+	sentView   *viewState
+}
+
+// live upgrades GET /ws?view=<kind>&<the page's filters> to a websocket that
+// receives the view's snapshot and then its changes. A browser's Origin must
+// be this host.
+func (u *ui) live(c echo.Context) error {
+	view, err := parseLiveView(c.QueryParams(), u.s.can(c, roleOperator))
+	if err != nil {
+		return err
+	}
+	up := websocket.Upgrader{
+		ReadBufferSize: 512, WriteBufferSize: 16 << 10,
+		CheckOrigin: u.s.checkOrigin,
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			http.Error(w, "websocket: "+reason.Error(), status)
+		},
+	}
+	conn, err := up.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return nil // the upgrader answered already
+	}
+	if n := u.hub.opts.writeBuffer; n > 0 {
+		if tc, ok := conn.NetConn().(*net.TCPConn); ok {
+			_ = tc.SetWriteBuffer(n)
+		}
+	}
+	cl := &liveClient{hub: u.hub, conn: conn, send: make(chan []byte, u.hub.opts.sendBuffer), view: view}
+	u.hub.join(cl)
+	go cl.writePump()
+	go cl.readPump()
+	return nil
+}
+
+// readPump reads until the connection ends (the page sends nothing but pongs
+// and the close), then tells the hub.
+func (c *liveClient) readPump() {
+	defer func() {
+		c.hub.leave(c)
+		c.conn.Close()
+	}()
+	c.conn.SetReadLimit(512)
+	_ = c.conn.SetReadDeadline(time.Now().Add(c.hub.opts.pongWait))
+	c.conn.SetPongHandler(func(string) error {
+		return c.conn.SetReadDeadline(time.Now().Add(c.hub.opts.pongWait))
+	})
+	for {
+		if _, _, err := c.conn.ReadMessage(); err != nil {
+			return
+		}
+	}
+}
+
+// writePump sends the hub's messages and a ping now and then; a write that
+// does not finish within writeWait ends the connection.
+func (c *liveClient) writePump() {
+	ping := time.NewTicker(c.hub.opts.pingPeriod)
+	defer func() {
+		ping.Stop()
+		c.conn.Close()
+	}()
+	for {
+		select {
+		case msg, ok := <-c.send:
+			_ = c.conn.SetWriteDeadline(time.Now().Add(c.hub.opts.writeWait))
+			if !ok {
+				_ = c.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too slow: reconnect"))
+				return
+			}
+			if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+				return
+			}
+		case <-ping.C:
+			_ = c.conn.SetWriteDeadline(time.Now().Add(c.hub.opts.writeWait))
+			if err := c.conn.WriteMessage(websocket.PingMessage, nil); err != nil {
+				return
+			}
+		}
+	}
+}

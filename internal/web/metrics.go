@@ -1,0 +1,139 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"readpast/internal/queue"
+	"readpast/internal/workers"
+)
+
+// Metrics is the node's Prometheus registry (private: nothing global). It is a
+// workers.Observer, fed by the node's claim loops; Server adds the gauges it
+// reads at scrape time. docs/API.md lists every metric.
+type Metrics struct {
+	reg             *prometheus.Registry
+	claims          *prometheus.CounterVec
+	claimedTasks    *prometheus.CounterVec
+	claimErrors     *prometheus.CounterVec
+	claimDuration   *prometheus.HistogramVec
+	attempts        *prometheus.CounterVec
+	attemptDuration *prometheus.HistogramVec
+}
+
+var _ workers.Observer = (*Metrics)(nil)
+
+// NewMetrics makes the registry with the Go runtime and process collectors and
+// the counters the workers feed.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readpast_claims_total",
+			Help: "Claim round trips made by this node's workers."}, []string{"queue"}),
+		claimedTasks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readpast_claimed_tasks_total",
+			Help: "Tasks claimed by this node's workers."}, []string{"queue"}),
+		claimErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readpast_claim_errors_total",
+			Help: "Claim round trips that failed."}, []string{"queue"}),
+		claimDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readpast_claim_duration_seconds",
+			Help:    "Latency of one claim round trip.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"queue"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readpast_attempts_total",
+			Help: "Finished attempts by outcome (succeeded, failed, timed_out, cancelled, lost)."}, []string{"queue", "outcome"}),
+		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readpast_attempt_duration_seconds",
+			Help:    "How long attempts ran.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"queue"}),
+	}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.claims, m.claimedTasks, m.claimErrors, m.claimDuration, m.attempts, m.attemptDuration)
+	return m
+}
+
+// Claimed implements workers.Observer.
+func (m *Metrics) Claimed(q string, n int, d time.Duration, err error) {
+	m.claims.WithLabelValues(q).Inc()
+	m.claimDuration.WithLabelValues(q).Observe(d.Seconds())
+	if err != nil {
+		m.claimErrors.WithLabelValues(q).Inc()
+		return
+	}
+	m.claimedTasks.WithLabelValues(q).Add(float64(n))
+}
+
+// Finished implements workers.Observer.
+func (m *Metrics) Finished(q string, o queue.Outcome, d time.Duration) {
+	m.attempts.WithLabelValues(q, string(o)).Inc()
+	m.attemptDuration.WithLabelValues(q).Observe(d.Seconds())
+}
+
+// registerMetrics adds the scrape-time gauges and returns the /metrics handler.
+func (s *Server) registerMetrics() (echo.HandlerFunc, error) {
+	m := s.metrics
+	if err := m.reg.Register(&stateCollector{s: s}); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			return nil, errors.New("web: these Metrics already serve another Server: make one per server")
+		}
+		return nil, err
+	}
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return echo.WrapHandler(h), nil
+}
+
+// stateCollector reads the queue counts from the store and the pools from this
+// node when Prometheus scrapes.
+type stateCollector struct{ s *Server }
+
+var (
+	descTasks = prometheus.NewDesc("readpast_tasks", "Tasks per queue and state (cluster-wide, from the store).",
+		[]string{"queue", "state"}, nil)
+	descPaused = prometheus.NewDesc("readpast_queue_paused", "1 when the queue is paused.", []string{"queue"}, nil)
+	descBusy   = prometheus.NewDesc("readpast_workers_busy", "Workers of this node running a task now.", []string{"queue"}, nil)
+	descSize   = prometheus.NewDesc("readpast_workers", "Size of this node's worker pool.", []string{"queue"}, nil)
+	descUp     = prometheus.NewDesc("readpast_store_up", "1 when the store answered the scrape's query.", nil, nil)
+	descBuild  = prometheus.NewDesc("readpast_build_info", "Always 1; labels say the version.", []string{"version"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (sc *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTasks, descPaused, descBusy, descSize, descUp, descBuild} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (sc *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := sc.s
+	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, s.d.Version)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	qs, err := s.d.Store.Queues(ctx)
+	up := 1.0
+	if err != nil {
+		up = 0
+		s.log.Warn("metrics: reading queue counts", "err", err)
+	}
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
+	for _, q := range qs {
+		for _, st := range queue.States {
+			ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(q.Counts[st]), q.Name, string(st))
+		}
+		paused := 0.0
+		if q.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, paused, q.Name)
+	}
+	if s.d.Node == nil {
+		return
+	}
+	for _, p := range s.d.Node.Snapshot().Pools {
+		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.GaugeValue, float64(p.Running), p.Queue)
+		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(p.Size), p.Queue)
+	}
+}

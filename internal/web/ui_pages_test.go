@@ -1,0 +1,140 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+	"readpast/internal/workers"
+	"readpast/web/static"
+	"readpast/web/templates"
+)
+
+// Every page renders from a real store, readable without any script, and the
+// stylesheet is served at its content-hashed URL with a year of caching.
+func TestPagesRender(t *testing.T) {
+	t.Parallel()
+	e := newUIEnv(t, uiOpts{node: true})
+	ok := e.enqueue(queue.NewTask{Queue: "etl", Body: "CREATE TABLE pages_t (n int)"})[0]
+	bad := e.enqueue(queue.NewTask{Queue: "etl", Body: "SELECT * FROM no_such_table", MaxAttempts: 1})[0]
+	later := e.enqueue(queue.NewTask{Queue: "reports", Body: "SELECT 1", Delay: time.Hour, Group: "g1"})[0]
+	e.waitState(ok, queue.StateSucceeded, 20*time.Second)
+	e.waitState(bad, queue.StateFailed, 20*time.Second)
+
+	home := e.get("/")
+	require.Equal(t, http.StatusOK, home.status, home.body)
+	require.Contains(t, home.body, `id="queue-etl"`, "the overview has a row per queue")
+	require.Contains(t, home.body, `id="queue-reports"`)
+	require.Contains(t, home.body, "<svg", "the throughput chart is drawn server-side")
+	require.Contains(t, home.body, `data-live="count:etl:succeeded"`)
+	require.Equal(t, "no-store", home.header.Get("Cache-Control"))
+
+	tasks := e.get("/tasks?queue=etl")
+	require.Equal(t, http.StatusOK, tasks.status)
+	require.Contains(t, tasks.body, fmt.Sprintf(`data-id="%d"`, ok))
+	require.Contains(t, tasks.body, fmt.Sprintf(`data-id="%d"`, bad))
+	require.NotContains(t, tasks.body, fmt.Sprintf(`data-id="%d"`, later), "the queue filter applies")
+	require.Contains(t, tasks.body, `/tasks/`+fmt.Sprint(bad)+`/retry`, "a failed task has a retry button")
+
+	detail := e.get(fmt.Sprintf("/tasks/%d", later))
+	require.Equal(t, http.StatusOK, detail.status)
+	require.Contains(t, detail.body, "delayed until", "a pending task says why it waits")
+	require.Contains(t, detail.body, "/cancel", "a pending task has a cancel button")
+
+	failed := e.get(fmt.Sprintf("/tasks/%d", bad))
+	require.Contains(t, failed.body, "no such table", "the attempt's error is shown")
+
+	logs := e.get("/logs")
+	require.Equal(t, http.StatusOK, logs.status)
+	require.Contains(t, logs.body, "no such table")
+	require.Contains(t, logs.body, "/logs/export?format=json")
+
+	nodes := e.get("/nodes")
+	require.Equal(t, http.StatusOK, nodes.status)
+	require.Contains(t, nodes.body, "ui-test-node")
+	require.Contains(t, nodes.body, "this node")
+
+	form := e.get("/tasks/new")
+	require.Equal(t, http.StatusOK, form.status)
+	for _, field := range []string{"queue", "body", "priority", "delay", "available_at", "group", "chain", "stage",
+		"max_attempts", "timeout_seconds", "transactional", "continue_on_failure", csrfField} {
+		require.Contains(t, form.body, `name="`+field+`"`, "the enqueue form has every field")
+	}
+	require.Contains(t, e.get("/tasks/new?mode=script").body, `name="mode" value="script"`)
+
+	css := e.get(static.URL("app.css"))
+	require.Equal(t, http.StatusOK, css.status)
+	require.Contains(t, css.header.Get("Content-Type"), "text/css")
+	require.Contains(t, css.header.Get("Cache-Control"), "immutable")
+	require.Equal(t, http.StatusNotFound, e.get("/static/app.css").status, "only hashed names are served")
+
+	missing := e.get("/tasks/999999")
+	require.Equal(t, http.StatusNotFound, missing.status)
+	require.Contains(t, missing.body, "<html", "a missing task is an HTML page for a browser")
+
+	badFilter := e.get("/tasks?state=sleeping")
+	require.Equal(t, http.StatusBadRequest, badFilter.status)
+	require.Contains(t, badFilter.body, "is not one of pending")
+}
+
+// A body that is markup shows as text on the tasks list and the task page.
+func TestPagesEscapeScriptBody(t *testing.T) {
+	t.Parallel()
+	e := newUIEnv(t, uiOpts{})
+	evil := `<script>alert(1)</script>`
+	id := e.enqueue(queue.NewTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`})[0]
+	for _, path := range []string{"/tasks", fmt.Sprintf("/tasks/%d", id)} {
+		p := e.get(path)
+		require.Equal(t, http.StatusOK, p.status, path)
+		require.NotContains(t, p.body, evil, path)
+		require.NotContains(t, p.body, "<b>g</b>", path)
+		require.Contains(t, p.body, "&lt;script&gt;alert(1)&lt;/script&gt;", "%s shows the body as text", path)
+		require.NotContains(t, p.body, " style=", "%s: no inline styles (CSP style-src 'self')", path)
+		require.Equal(t, 1, strings.Count(p.body, "<script"), "%s: the only script is the live-update file", path)
+	}
+
+	// The rows and sections the websocket sends are escaped the same way.
+	u := newUI(e.server)
+	for _, v := range []url.Values{{"view": {"tasks"}}, {"view": {"task"}, "id": {fmt.Sprint(id)}}} {
+		view, err := parseLiveView(v, true)
+		require.NoError(t, err)
+		st, err := u.loadView(e.ctx, view, shared{})
+		require.NoError(t, err)
+		for _, html := range st.rows {
+			require.NotContains(t, html, evil)
+			require.Contains(t, html, "&lt;script&gt;")
+		}
+		for _, html := range st.sections {
+			require.NotContains(t, html, evil)
+			require.NotContains(t, html, "<b>g</b>")
+		}
+	}
+}
+
+// The nodes page shows what each busy worker runs, with its target session
+// id (the SPID on SQL Server).
+func TestNodesShowSessions(t *testing.T) {
+	t.Parallel()
+	e := newUIEnv(t, uiOpts{})
+	u := newUI(e.server)
+	started := time.Now().Add(-75 * time.Second)
+	info := workers.NodeInfo{Pools: []workers.PoolInfo{{Queue: "etl", Size: 4, Running: 1,
+		Busy: []workers.WorkerInfo{{Worker: "etl-w2", Queue: "etl", TaskID: 42, SessionID: "57", StartedAt: started}}}}}
+	views := u.nodeViewsOf([]clusterNode{
+		{Node: queue.Node{ID: "sql-node-b", Hostname: "db02", PID: 7, Version: "1.0", HeartbeatAt: time.Now(), StoppedAt: time.Now()}},
+		{Node: queue.Node{ID: "sql-node-a", Hostname: "db01", PID: 4242, Version: "1.0", HeartbeatAt: time.Now()}, Info: info},
+	})
+	require.Equal(t, "sql-node-a", views[0].ID, "live nodes come before stopped ones")
+	require.Equal(t, "stopped", views[1].Status)
+	html, err := renderString(templates.NodeList(views))
+	require.NoError(t, err)
+	for _, want := range []string{"etl-w2", `href="/tasks/42"`, ">57<", "1m15s", "db01 · pid 4242 · 1.0"} {
+		require.Contains(t, html, want)
+	}
+}

@@ -1,0 +1,86 @@
+package web
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+)
+
+// seedHistory runs n tasks of queue q through claim and finish by hand, with
+// attempt times spread over the last hour, so the throughput chart has
+// something to draw. failEvery makes every n-th attempt fail.
+func (e *uiEnv) seedHistory(t *testing.T, q string, n, failEvery int) {
+	e.seedAttempts(t, q, n, failEvery, true)
+}
+
+// seedAttempts is seedHistory; with spread false every attempt finishes now.
+func (e *uiEnv) seedAttempts(t *testing.T, q string, n, failEvery int, spread bool) {
+	t.Helper()
+	tasks := make([]queue.NewTask, n)
+	for i := range tasks {
+		tasks[i] = queue.NewTask{Queue: q, Body: fmt.Sprintf("SELECT count(*) FROM sqlite_master -- load partition %d", i), MaxAttempts: 1}
+	}
+	e.enqueue(tasks...)
+	claimed, err := e.store.Claim(e.ctx, queue.ClaimParams{Queue: q, Owner: "history/w1", Limit: n, LeaseDuration: time.Minute})
+	require.NoError(t, err)
+	now := time.Now()
+	attempts := make([]queue.Attempt, len(claimed))
+	for i, c := range claimed {
+		// More work recently, with a quiet stretch in the middle of the hour.
+		ago := time.Duration(rand.ExpFloat64()*15*float64(time.Minute)) % (58 * time.Minute)
+		if ago > 25*time.Minute && ago < 32*time.Minute {
+			ago += 8 * time.Minute
+		}
+		fin := now.Add(-ago - 30*time.Second)
+		if !spread {
+			fin = now
+		}
+		dur := time.Duration(200+rand.IntN(20_000)) * time.Millisecond
+		a := queue.Attempt{Lease: c.Lease(), Outcome: queue.OutcomeSucceeded, Node: "history", Worker: "w1",
+			SessionID: fmt.Sprint(52 + i%40), StartedAt: fin.Add(-dur), FinishedAt: fin, RowsAffected: int64(rand.IntN(5000))}
+		if failEvery > 0 && i%failEvery == 0 {
+			a.Outcome, a.Error = queue.OutcomeFailed, "Msg 1205, Level 13: Transaction was deadlocked on lock resources with another process"
+		}
+		attempts[i] = a
+	}
+	_, err = e.store.Finish(e.ctx, attempts)
+	require.NoError(t, err)
+}
+
+// seedDemo fills the store with what a working day looks like: several queues
+// with history, failures, a delayed task, a chain waiting on its first stage,
+// a paused queue and tasks running now.
+func (e *uiEnv) seedDemo(t *testing.T) {
+	t.Helper()
+	four, two := 4, 2
+	paused := true
+	_, err := e.store.UpdateQueue(e.ctx, "etl", queue.QueueUpdate{Workers: &four, Actor: "seed"})
+	require.NoError(t, err)
+	_, err = e.store.UpdateQueue(e.ctx, "billing", queue.QueueUpdate{Paused: &paused, Actor: "seed"})
+	require.NoError(t, err)
+	e.seedHistory(t, "history", 600, 23)
+	e.seedHistory(t, "reports", 120, 0)
+	_, err = e.store.UpdateQueue(e.ctx, "reports", queue.QueueUpdate{Workers: &two, MaxRunning: &two, Actor: "seed"})
+	require.NoError(t, err)
+
+	e.enqueue(
+		queue.NewTask{Queue: "etl", Body: "CREATE TABLE IF NOT EXISTS staging_orders (id int, total int)\nGO\nINSERT INTO staging_orders VALUES (1, 10)"},
+		queue.NewTask{Queue: "etl", Body: "SELECT * FROM missing_table_for_demo", MaxAttempts: 1},
+		queue.NewTask{Queue: "reports", Body: "SELECT 1 -- nightly revenue report", Delay: 2 * time.Hour},
+		queue.NewTask{Queue: "billing", Body: "UPDATE invoices SET status = 'sent' WHERE batch = 42", Group: "invoices"},
+		queue.NewTask{Queue: "billing", Body: "EXEC dbo.close_period @month = '2025-06'", Group: "invoices"},
+	)
+	e.enqueue(
+		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 0, Body: slowBody, Timeout: 10 * time.Minute},
+		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 1, Body: "ANALYZE"},
+		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 2, Body: "VACUUM"},
+	)
+	e.enqueue(queue.NewTask{Queue: "etl", Body: slowBody + " -- long load", Priority: ptrInt(10)})
+}
+
+func ptrInt(v int) *int { return &v }

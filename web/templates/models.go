@@ -1,0 +1,251 @@
+// Package templates holds the dashboard's templ components. They know nothing
+// of storage: handlers in internal/web fill the view-model structs below, with
+// times and durations already formatted for display.
+package templates
+
+// Page is what the layout of every page needs.
+type Page struct {
+	Title      string
+	Nav        string // the active section: overview, tasks, logs, nodes, enqueue
+	CSSURL     string
+	JSURL      string
+	CSRFField  string // the form field name of the CSRF token
+	CSRF       string // the token to put in every form
+	CanOperate bool   // the operator role: forms that change things are shown
+	User       string
+	Version    string
+	Node       string
+	Live       Live // which live view the websocket should follow; empty: none
+	Totals     []StateCount
+	Flash      string // a one-line notice after a redirect
+}
+
+// Live names the websocket view of a page and its query (the page's filters).
+type Live struct {
+	View  string
+	Query string
+}
+
+// StateCount is a count of tasks in one state.
+type StateCount struct {
+	State string
+	Count int64
+	Key   string // live field key; the websocket updates the element carrying it
+}
+
+// Link is a navigation or pagination link.
+type Link struct {
+	Label string
+	URL   string
+}
+
+// Action is a form button that posts to URL (cancel, retry, pause …).
+type Action struct {
+	Label  string
+	URL    string
+	Class  string
+	Return string // where to go back to afterwards
+	Hidden []KV
+}
+
+// KV is a label and its value, e.g. one line of a task's properties.
+type KV struct {
+	Key   string
+	Value string
+}
+
+// Time is a formatted instant: Short for the table, Full (RFC 3339) for the tooltip.
+type Time struct {
+	Short string
+	Full  string
+}
+
+// IsZero reports whether there is no time to show.
+func (t Time) IsZero() bool { return t.Full == "" }
+
+// Overview is the front page: throughput chart and one row per queue.
+type Overview struct {
+	Page
+	Chart    Chart
+	Queues   []QueueRow
+	NewQueue QueueRow // the "add a queue" form, with its values after a refusal
+}
+
+// QueueRow is one queue with its counts, workers and controls.
+type QueueRow struct {
+	Name        string
+	TasksURL    string
+	Paused      bool
+	Counts      []StateCount
+	Busy        string // busy workers across live nodes, e.g. "3"
+	Size        string // pool size across live nodes, e.g. "8"
+	BusyKey     string
+	SizeKey     string
+	PausedKey   string
+	Nodes       int
+	Workers     string // the setting: workers per node; "" means the node default
+	MaxRunning  string // "" means no limit
+	Spark       Sparkline
+	Errors      map[string]string // a refused change, by field
+	ControlsURL string
+}
+
+// TaskFilter is the tasks page's filter bar.
+type TaskFilter struct {
+	State  string
+	Queue  string
+	Group  string
+	Chain  string
+	States []string
+	Queues []string
+}
+
+// Tasks is the tasks page: filter, one keyset page of rows, links to move on.
+type Tasks struct {
+	Page
+	Filter TaskFilter
+	Rows   []TaskRow
+	Newest *Link // back to the first page
+	Older  *Link
+	Error  string
+}
+
+// TaskRow is one task in a table.
+type TaskRow struct {
+	ID       int64
+	URL      string
+	Queue    string
+	State    string
+	Waiting  string // why a pending task is not claimable, in brief
+	Priority int
+	Attempts string
+	Group    string
+	Chain    string // "chain:stage" or ""
+	Created  Time
+	Started  Time
+	Finished Time
+	Duration string
+	Body     string // first line, shortened
+	Error    string // last error, shortened
+	Actions  []Action
+}
+
+// TaskDetail is one task's page.
+type TaskDetail struct {
+	Page
+	ID       int64
+	State    string
+	Queue    string
+	Why      string
+	Props    []KV
+	Body     string
+	Error    string
+	Actions  []Action
+	Attempts []AttemptRow
+}
+
+// AttemptRow is one execution-log row.
+type AttemptRow struct {
+	ID       int64
+	TaskID   int64
+	TaskURL  string
+	Attempt  int
+	Queue    string
+	Node     string
+	Worker   string
+	Session  string
+	Started  Time
+	Finished Time
+	Duration string
+	Outcome  string
+	Rows     string
+	Error    string
+	Messages string
+}
+
+// LogFilter is the log page's filter bar.
+type LogFilter struct {
+	Queue    string
+	Outcome  string
+	Task     string
+	Outcomes []string
+	Queues   []string
+}
+
+// Logs is the live execution log.
+type Logs struct {
+	Page
+	Filter      LogFilter
+	Rows        []AttemptRow
+	Newest      *Link
+	Older       *Link
+	ExportJSON  string
+	ExportLines string
+	Error       string
+}
+
+// Nodes is the nodes page.
+type Nodes struct {
+	Page
+	Nodes []NodeView
+}
+
+// NodeView is one registered node with its pools.
+type NodeView struct {
+	ID        string
+	Host      string
+	PID       int
+	Version   string
+	Meta      string // host · pid · version, as known
+	Started   Time
+	Heartbeat Time
+	Status    string // live, gone, stopped
+	This      bool   // the node serving this page
+	Pools     []PoolView
+	Busy      []BusyWorker
+}
+
+// PoolView is one queue's pool on a node.
+type PoolView struct {
+	Queue   string
+	Size    int
+	Running int
+	Paused  bool
+}
+
+// BusyWorker is a worker and the task it runs.
+type BusyWorker struct {
+	Worker  string
+	Queue   string
+	TaskID  int64
+	TaskURL string
+	Session string
+	Started Time
+	For     string
+}
+
+// TaskForm holds the enqueue form's fields as typed.
+type TaskForm struct {
+	Queue             string
+	Body              string
+	Priority          string
+	Delay             string
+	AvailableAt       string
+	Group             string
+	Chain             string
+	Stage             string
+	MaxAttempts       string
+	TimeoutSeconds    string
+	Transactional     bool
+	ContinueOnFailure bool
+}
+
+// Enqueue is the enqueue page: one task, or a script that becomes a chain.
+type Enqueue struct {
+	Page
+	Script bool // the script form is the one shown first
+	Task   TaskForm
+	Queues []string
+	Errors map[string]string
+	Error  string
+}
