@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"readpast/internal/queue"
 )
@@ -62,7 +61,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $6, 'update_queue', 'queue ' || q.name, $7 FROM q`,
-		name, u.Workers, u.MaxRunning, u.ClearMaxRunning, u.Paused, u.Actor, describeUpdate(u))
+		name, u.Workers, u.MaxRunning, u.ClearMaxRunning, u.Paused, u.Actor, u.Describe())
 	if err != nil {
 		return nil, wrap(err, "updating queue %s", name)
 	}
@@ -88,22 +87,4 @@ func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, 
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $3, 'set_group_limit', 'group ' || g.name, $2::text FROM g`, name, maxRunning, actor)
 	return wrap(err, "setting the limit of group %s", name)
-}
-
-// describeUpdate is the audit detail of a queue settings change.
-func describeUpdate(u queue.QueueUpdate) string {
-	var d []string
-	if u.Workers != nil {
-		d = append(d, fmt.Sprintf("workers=%d", *u.Workers))
-	}
-	if u.MaxRunning != nil {
-		d = append(d, fmt.Sprintf("max_running=%d", *u.MaxRunning))
-	}
-	if u.ClearMaxRunning {
-		d = append(d, "max_running=none")
-	}
-	if u.Paused != nil {
-		d = append(d, fmt.Sprintf("paused=%t", *u.Paused))
-	}
-	return strings.Join(d, " ")
 }
