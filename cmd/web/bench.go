@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +35,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	depths := fs.String("depths", "1000,100000,1000000", "depth: pending depths to measure claims at")
 	idleFor := fs.Duration("idle-for", 10*time.Second, "idle: how long to watch an idle node")
 	only := fs.String("only", "", "comma-separated parts to run: throughput, latency, depth, idle (default all)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -75,6 +80,27 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 		fmt.Fprintf(errOut, "readpast bench: the %s store cannot run workers\n", s.Dialect())
 		return 1
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(errOut, "readpast bench: --cpuprofile:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(errOut, "readpast bench: --cpuprofile:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if err := writeHeapProfile(*memProfile); err != nil {
+				fmt.Fprintln(errOut, "readpast bench: --memprofile:", err)
+			}
+		}()
+	}
 	r, err := bench.Run(ctx, bench.Config{Store: ws, Target: tgt, Dialect: s.Dialect(), DSN: *dsn, Tasks: *tasks, Workers: *nworkers,
 		Nodes: *nodes, LatencyTasks: *latTasks, LatencyRate: *rate, Depths: ds, IdleFor: *idleFor, Only: parts, Progress: errOut})
 	if r != nil {
@@ -88,4 +114,16 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 		return 1
 	}
 	return 0
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

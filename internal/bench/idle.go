@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"readpast/internal/queue"
@@ -28,9 +27,11 @@ func idle(ctx context.Context, c Config) (*IdleResult, error) {
 			return nil, err
 		}
 	}
-	counted := &countingStore{Store: c.Store}
+	// The wrapper keeps PostgreSQL's LISTEN connection (queue.Waker), so this is
+	// the node as it runs in production.
 	cc := c
-	cc.Store = counted
+	var counted *workers.StoreCalls
+	cc.Store, counted = workers.CountCalls(c.Store)
 	_, stop, err := startNodes(cc, 1, workers.Config{})
 	if err != nil {
 		return nil, err
@@ -43,40 +44,9 @@ func idle(ctx context.Context, c Config) (*IdleResult, error) {
 		return nil, err
 	}
 	fmt.Fprintf(c.Progress, "idle: watching a node with %d queues for %s\n", len(qs), c.IdleFor)
-	counted.calls.Store(0)
+	counted.Calls.Store(0)
 	time.Sleep(c.IdleFor)
-	n := float64(counted.calls.Load()) / c.IdleFor.Seconds()
+	n := float64(counted.Calls.Load()) / c.IdleFor.Seconds()
 	return &IdleResult{Queues: len(qs), Seconds: c.IdleFor.Seconds(), QueriesPerSec: n, PerQueuePerSec: n / float64(len(qs)),
 		PollSeconds: 1, HeartbeatSeconds: 10}, nil
-}
-
-// countingStore counts the calls that reach the database.
-type countingStore struct {
-	workers.Store
-	calls atomic.Int64
-}
-
-func (s *countingStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, error) {
-	s.calls.Add(1)
-	return s.Store.Claim(ctx, p)
-}
-
-func (s *countingStore) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
-	s.calls.Add(1)
-	return s.Store.QueueSettings(ctx)
-}
-
-func (s *countingStore) HeartbeatNode(ctx context.Context, id, info string) error {
-	s.calls.Add(1)
-	return s.Store.HeartbeatNode(ctx, id, info)
-}
-
-func (s *countingStore) Heartbeat(ctx context.Context, l []queue.Lease, d time.Duration) (queue.HeartbeatResult, error) {
-	s.calls.Add(1)
-	return s.Store.Heartbeat(ctx, l, d)
-}
-
-func (s *countingStore) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishResult, error) {
-	s.calls.Add(1)
-	return s.Store.ReclaimExpired(ctx, limit)
 }

@@ -15,8 +15,8 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "throughput\t%d no-op tasks, %d node(s) × %d workers\n", t.Tasks, t.Nodes, t.Workers)
 		fmt.Fprintf(tw, "  enqueue\t%.0f tasks/s (batches of 1000)\n", t.EnqueuePerSec)
 		fmt.Fprintf(tw, "  end to end\t%.0f tasks/s (drained in %.2f s)\n", t.EndToEndPerSec, t.DrainSeconds)
-		if t.CommitsPerTask > 0 {
-			fmt.Fprintf(tw, "  commits per task\t%.2f\n", t.CommitsPerTask)
+		if t.WriteTxPerTask > 0 {
+			fmt.Fprintf(tw, "  write transactions per task\t%.3f\n", t.WriteTxPerTask)
 		}
 		fmt.Fprintf(tw, "  peak RSS\t%.0f MB\n", t.PeakRSSMB)
 	}

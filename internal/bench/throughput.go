@@ -20,7 +20,7 @@ type ThroughputResult struct {
 	EnqueuePerSec  float64 `json:"enqueue_per_sec"`
 	DrainSeconds   float64 `json:"drain_seconds"`
 	EndToEndPerSec float64 `json:"end_to_end_per_sec"`
-	CommitsPerTask float64 `json:"commits_per_task,omitempty"`
+	WriteTxPerTask float64 `json:"write_transactions_per_task,omitempty"`
 	PeakRSSMB      float64 `json:"peak_rss_mb"`
 }
 
@@ -35,58 +35,75 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 	if _, err := s.UpdateQueue(ctx, throughputQueue, queue.QueueUpdate{Workers: &c.Workers, Paused: ptr(true), Actor: "bench"}); err != nil {
 		return nil, err
 	}
+	// Tasks an earlier run left finished in the queue are not this run's; one it
+	// left unfinished would be drained with this run's and skew it.
+	base, unfinished, err := queueCounts(ctx, s, throughputQueue)
+	if err != nil {
+		return nil, err
+	}
+	if unfinished > 0 {
+		return nil, fmt.Errorf("queue %s holds %d unfinished tasks of an earlier run: cancel them or use a scratch database", throughputQueue, unfinished)
+	}
 	fmt.Fprintf(c.Progress, "throughput: enqueueing %d no-op tasks\n", c.Tasks)
-	var err error
 	if r.EnqueuePerSec, err = enqueueBulk(ctx, s, c.Tasks, queue.NewTask{Queue: throughputQueue, Body: noop}); err != nil {
 		return nil, err
 	}
-	_, stop, err := startNodes(c, c.Nodes, workers.Config{Poll: 100 * time.Millisecond})
+	// Completion is counted as the nodes record it: polling the store's per-state
+	// counts would itself load the database it measures.
+	cc := c
+	var counted *workers.StoreCalls
+	cc.Store, counted = workers.CountCalls(c.Store)
+	_, stop, err := startNodes(cc, c.Nodes, workers.Config{Poll: 100 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	commits0 := commitCount(ctx, c)
+	writes0 := writeTxCount(ctx, c)
 	fmt.Fprintf(c.Progress, "throughput: draining with %d node(s) × %d workers\n", c.Nodes, c.Workers)
 	start := time.Now()
 	if _, err := s.UpdateQueue(ctx, throughputQueue, queue.QueueUpdate{Paused: ptr(false), Actor: "bench"}); err != nil {
 		return nil, err
 	}
-	for {
-		done, err := finishedCount(ctx, s, throughputQueue)
-		if err != nil {
-			return nil, err
-		}
-		if done >= int64(c.Tasks) {
-			break
-		}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for counted.Finished.Load() < int64(c.Tasks) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-tick.C:
 		}
 	}
 	r.DrainSeconds = time.Since(start).Seconds()
 	r.EndToEndPerSec = float64(c.Tasks) / r.DrainSeconds
-	if commits0 >= 0 {
-		if commits1 := commitCount(ctx, c); commits1 >= 0 {
-			r.CommitsPerTask = float64(commits1-commits0) / float64(c.Tasks)
+	if writes0 >= 0 {
+		if writes1 := writeTxCount(ctx, c); writes1 >= 0 {
+			r.WriteTxPerTask = float64(writes1-writes0) / float64(c.Tasks)
 		}
 	}
 	r.PeakRSSMB = peakRSSMB()
+	// The store must agree: every task of this run finished.
+	if done, _, err := queueCounts(ctx, s, throughputQueue); err != nil {
+		return nil, err
+	} else if done-base < int64(c.Tasks) {
+		return nil, fmt.Errorf("the nodes recorded %d finished tasks but the store shows %d", c.Tasks, done-base)
+	}
 	return r, nil
 }
 
-func finishedCount(ctx context.Context, s queue.Store, q string) (int64, error) {
+// queueCounts returns how many tasks of queue q finished for good and how
+// many are pending or running.
+func queueCounts(ctx context.Context, s queue.Store, q string) (finished, unfinished int64, err error) {
 	qs, err := s.Queues(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, x := range qs {
 		if x.Name == q {
-			return x.Counts[queue.StateSucceeded] + x.Counts[queue.StateFailed], nil
+			return x.Counts[queue.StateSucceeded] + x.Counts[queue.StateFailed],
+				x.Counts[queue.StatePending] + x.Counts[queue.StateRunning], nil
 		}
 	}
-	return 0, nil
+	return 0, 0, nil
 }
 
 // peakRSSMB reads this process's peak resident set (VmHWM) on Linux; 0 elsewhere.

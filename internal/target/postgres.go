@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"readpast/internal/queue"
@@ -60,7 +61,10 @@ func (t *postgresTarget) Dialect() string { return "postgres" }
 func (t *postgresTarget) Close() error    { t.pool.Close(); return nil }
 
 // Run implements Target. Each batch goes through the simple query protocol, so
-// a batch may hold several statements, as in psql.
+// a batch may hold several statements, as in psql. The session reset that
+// makes the connection clean for the next body (DISCARD ALL) is written
+// together with the last batch, so a one-batch body costs one round trip
+// (docs/BENCHMARKS.md: the separate reset cost a tenth of the throughput).
 func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(string)) (res Result, err error) {
 	conn, err := t.pool.Acquire(ctx)
 	if err != nil {
@@ -73,38 +77,112 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 	}
 	msgs := &messages{}
 	t.collectors.Store(pg, msgs)
+	// On cancel or timeout a cancel request stops the statement on the server;
+	// two seconds later the socket deadline breaks a read that still waits.
+	watch := ctxwatch.NewContextWatcher(&pgconn.CancelRequestContextWatcherHandler{Conn: pg, DeadlineDelay: 2 * time.Second})
+	watch.Watch(ctx)
+	reset := false // whether DISCARD ALL ran and succeeded
 	defer func() {
+		watch.Unwatch()
 		t.collectors.Delete(pg)
 		res.Messages = msgs.String()
-		if leftOpen := releasePostgres(ctx, conn); leftOpen && err == nil {
+		if leftOpen := releasePostgres(ctx, conn, reset); leftOpen && err == nil {
 			err = errOpenTransaction
 		}
 	}()
-	for i, batch := range queue.SplitGo(body) {
-		results, execErr := pg.Exec(ctx, batch).ReadAll()
-		for _, r := range results {
-			res.RowsAffected += r.CommandTag.RowsAffected()
+	batches := queue.SplitGo(body)
+	for i, batch := range batches {
+		queries := []string{batch}
+		// A COPY FROM STDIN answers with CopyFail and must not find a query
+		// waiting behind it: the server would read it as COPY data.
+		last := i == len(batches)-1 && !strings.Contains(strings.ToLower(batch), "stdin")
+		if last {
+			queries = append(queries, resetSession)
 		}
-		if err := execErr; err != nil {
+		out, ioErr := exchange(pg, queries...)
+		if ioErr != nil {
+			if ctx.Err() != nil {
+				return res, fmt.Errorf("batch %d: %w", i+1, context.Cause(ctx))
+			}
+			return res, fmt.Errorf("batch %d: %w", i+1, ioErr)
+		}
+		res.RowsAffected += out[0].rows
+		if last {
+			reset = out[1].err == nil
+		}
+		if err := out[0].err; err != nil {
 			return res, fmt.Errorf("batch %d: %w", i+1, err)
 		}
 	}
 	return res, nil
 }
 
-// releasePostgres makes the connection clean for the next body and gives it
-// back to the pool, or closes it when that cannot be done. A transaction the
-// body left open is rolled back and reported (the body's work is gone, so its
-// run must not count as a success), and DISCARD ALL undoes what else a body may
-// have changed in the session: settings, temporary tables, advisory locks,
-// LISTENs, prepared statements. A body cancelled mid-statement closes the
-// connection: a cancel request may still be on its way to that backend.
-func releasePostgres(ctx context.Context, conn *pgxpool.Conn) (leftOpen bool) {
+// resetSession undoes what a body may have changed in its session: settings,
+// temporary tables, advisory locks, LISTENs, prepared statements, cursors.
+const resetSession = "DISCARD ALL"
+
+// queryOutcome is what one simple query returned.
+type queryOutcome struct {
+	rows int64 // rows affected, summed over its statements
+	err  error // the first error the server reported, if any
+}
+
+// exchange writes the queries in one go (simple query protocol, pipelined) and
+// reads until the last one is done. Result rows are read and dropped, never
+// held. The error is set only when the connection itself failed.
+func exchange(pg *pgconn.PgConn, queries ...string) ([]queryOutcome, error) {
+	fe := pg.Frontend()
+	for _, q := range queries {
+		fe.SendQuery(&pgproto3.Query{String: q})
+	}
+	if err := fe.Flush(); err != nil {
+		return nil, err
+	}
+	out := make([]queryOutcome, len(queries))
+	for i := 0; i < len(queries); {
+		msg, err := pg.ReceiveMessage(context.Background()) // Run's watcher covers the whole exchange
+		if err != nil {
+			return out, err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CommandComplete:
+			out[i].rows += pgconn.NewCommandTag(string(m.CommandTag)).RowsAffected()
+		case *pgproto3.ErrorResponse:
+			if out[i].err == nil {
+				out[i].err = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.CopyInResponse:
+			// A task has no client to stream rows from; the server ends the COPY
+			// with this as its error.
+			fe.Send(&pgproto3.CopyFail{Message: "COPY FROM STDIN is not available to a task body: use COPY FROM a server file or INSERT"})
+			if err := fe.Flush(); err != nil {
+				return out, err
+			}
+		case *pgproto3.ReadyForQuery:
+			i++
+		}
+	}
+	return out, nil
+}
+
+// releasePostgres gives the connection back to the pool clean for the next
+// body, or closes it when that cannot be done. reset says the pipelined
+// DISCARD ALL already succeeded (then the body left no transaction open: the
+// server refuses DISCARD ALL inside one). Otherwise a transaction the body left
+// open is rolled back and reported (the body's work is gone, so its run must
+// not count as a success) before the reset runs here. A body cancelled
+// mid-statement closes the connection: a cancel request may still be on its
+// way to that backend.
+func releasePostgres(ctx context.Context, conn *pgxpool.Conn, reset bool) (leftOpen bool) {
 	pg := conn.Conn().PgConn()
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if ctx.Err() != nil || pg.IsClosed() {
 		_ = conn.Hijack().Close(rctx)
+		return false
+	}
+	if reset {
+		conn.Release()
 		return false
 	}
 	leftOpen = pg.TxStatus() != 'I'
@@ -114,7 +192,7 @@ func releasePostgres(ctx context.Context, conn *pgxpool.Conn) (leftOpen bool) {
 			return leftOpen
 		}
 	}
-	if _, err := pg.Exec(rctx, "DISCARD ALL").ReadAll(); err != nil {
+	if _, err := pg.Exec(rctx, resetSession).ReadAll(); err != nil {
 		_ = conn.Hijack().Close(rctx)
 		return leftOpen
 	}

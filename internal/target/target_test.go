@@ -231,6 +231,44 @@ func TestPostgresSessionStateDoesNotLeak(t *testing.T) {
 		"an advisory lock leaked past the body")
 }
 
+// A body that fails after changing its session is reset all the same: the
+// reset travels with the last batch, and a failed body must not skip it.
+func TestPostgresFailedBodyIsResetToo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testpg.Shared(t).NewDatabase(t))
+	_, err := e.target.Run(e.ctx, "SET search_path = nowhere\nGO\nCREATE TEMP TABLE tmp (n int); SELECT 1/0", nil)
+	require.ErrorContains(t, err, "division by zero")
+	require.ErrorContains(t, err, "batch 2")
+	for range 3 {
+		_, err := e.target.Run(e.ctx, "CREATE TEMP TABLE tmp (n int); CREATE TABLE IF NOT EXISTS public_probe (n int)", nil)
+		require.NoError(t, err, "a setting or temporary table of a failed body leaked into the next body")
+	}
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = 'public_probe'`),
+		"search_path was left at nowhere")
+}
+
+// COPY FROM STDIN has no client to read from: it fails with a message that
+// says so, and the connection serves the next body.
+func TestPostgresCopyFromStdinFailsClearly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testpg.Shared(t).NewDatabase(t))
+	_, err := e.target.Run(e.ctx, "CREATE TABLE c (n int); COPY c FROM STDIN", nil)
+	require.ErrorContains(t, err, "COPY FROM STDIN is not available to a task body")
+	res, err := e.target.Run(e.ctx, "SELECT 1", nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.RowsAffected)
+}
+
+// A body's result rows are read and dropped as they arrive: two million rows
+// are counted, not held.
+func TestPostgresLargeResultIsCountedNotHeld(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testpg.Shared(t).NewDatabase(t))
+	res, err := e.target.Run(e.ctx, "SELECT g, repeat('x', 100) FROM generate_series(1, 2000000) g", nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 2000000, res.RowsAffected)
+}
+
 // The pool does not cap how many bodies run at once below what a node's
 // workers ask for: twelve half-second sleeps run side by side.
 func TestPostgresRunsManyBodiesAtOnce(t *testing.T) {

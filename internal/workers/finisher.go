@@ -20,7 +20,7 @@ type finisher struct {
 type finishRequest struct {
 	a       queue.Attempt
 	release bool
-	done    chan queue.FinishResult
+	done    func(queue.FinishResult) // called from the finisher's goroutine once written
 }
 
 // maxFinishBatch bounds one round trip.
@@ -30,34 +30,45 @@ func newFinisher(n *Node) *finisher {
 	return &finisher{n: n, in: make(chan finishRequest, maxFinishBatch)}
 }
 
-// record hands the attempt over and waits until it is written (or given up).
-func (f *finisher) record(a queue.Attempt, release bool) queue.FinishResult {
-	req := finishRequest{a: a, release: release, done: make(chan queue.FinishResult, 1)}
-	f.in <- req
-	return <-req.done
+// submit hands the attempt over; done is called with the result once it is
+// written (or given up). It waits only while maxFinishBatch attempts are queued.
+func (f *finisher) submit(a queue.Attempt, release bool, done func(queue.FinishResult)) {
+	f.in <- finishRequest{a: a, release: release, done: done}
 }
 
-// run writes batches until ctx ends and nothing is left to write.
+// run writes batches until ctx ends, then writes what is still queued: the node
+// stops it only after every execution has submitted its end.
 func (f *finisher) run(ctx context.Context) {
+	batch := make([]finishRequest, 0, maxFinishBatch)
 	for {
-		var first finishRequest
+		batch = batch[:0]
 		select {
-		case first = <-f.in:
+		case r := <-f.in:
+			batch = append(batch, r)
 		case <-ctx.Done():
-			return
-		}
-		batch := []finishRequest{first}
-	more:
-		for len(batch) < maxFinishBatch {
-			select {
-			case r := <-f.in:
-				batch = append(batch, r)
-			default:
-				break more
+			for {
+				batch = f.take(batch[:0])
+				if len(batch) == 0 {
+					return
+				}
+				f.write(batch)
 			}
 		}
-		f.write(batch)
+		f.write(f.take(batch))
 	}
+}
+
+// take appends what is queued now, up to a batch.
+func (f *finisher) take(batch []finishRequest) []finishRequest {
+	for len(batch) < maxFinishBatch {
+		select {
+		case r := <-f.in:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // write records one batch, finishes and releases separately, retrying while the
@@ -91,7 +102,7 @@ func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []
 		cancel()
 		if err == nil {
 			for i, r := range reqs {
-				r.done <- res[i]
+				r.done(res[i])
 			}
 			return
 		}
@@ -99,7 +110,7 @@ func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []
 			f.n.log.Error("could not record finished attempts; their leases will expire and the tasks run again",
 				"count", len(reqs), "err", err)
 			for _, r := range reqs {
-				r.done <- queue.FinishResult{TaskID: r.a.TaskID, Err: err}
+				r.done(queue.FinishResult{TaskID: r.a.TaskID, Err: err})
 			}
 			return
 		}

@@ -209,12 +209,13 @@ func (n *Node) executions() []*execution {
 func (n *Node) heartbeat(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.heartbeatEvery())
 	defer cancel()
-	execs := n.executions()
-	if len(execs) > 0 {
-		leases := make([]queue.Lease, len(execs))
-		for i, e := range execs {
-			leases[i] = e.task.Lease()
-		}
+	var leases []queue.Lease
+	n.mu.Lock()
+	for _, p := range n.pools {
+		leases = append(leases, p.leases()...)
+	}
+	n.mu.Unlock()
+	if len(leases) > 0 {
 		res, err := n.store.Heartbeat(ctx, leases, n.cfg.Lease)
 		if err != nil {
 			n.log.Warn("heartbeating leases", "count", len(leases), "err", err)

@@ -12,6 +12,12 @@ import (
 // pool runs up to size executions of one queue. Its producer claims as many
 // tasks as it has free slots, in one round trip, so a worker never fetches work
 // it cannot start.
+//
+// A slot is free again as soon as its body has ended on the target; the end is
+// recorded by the node's finisher in a batch commit that the slot does not wait
+// for (River completes jobs the same way). Until that commit the task stays
+// leased and heartbeated here, in ending. At most size tasks may wait so, which
+// bounds what a slow store can pile up: then the pool stops claiming.
 type pool struct {
 	n    *Node
 	name string
@@ -21,11 +27,12 @@ type pool struct {
 	size    int
 	paused  bool
 	running map[int64]*execution
-	slots   []bool // worker slot i busy; names workers "<queue>-w<i>"
+	ending  map[int64]*execution // bodies ended, end not yet recorded
+	slots   []bool               // worker slot i busy; names workers "<queue>-w<i>"
 }
 
 func newPool(n *Node, name string) *pool {
-	return &pool{n: n, name: name, wake: make(chan struct{}, 1), running: map[int64]*execution{}}
+	return &pool{n: n, name: name, wake: make(chan struct{}, 1), running: map[int64]*execution{}, ending: map[int64]*execution{}}
 }
 
 func (p *pool) poke() {
@@ -52,7 +59,7 @@ func (p *pool) free() int {
 	if p.paused {
 		return 0
 	}
-	return max(0, p.size-len(p.running))
+	return max(0, min(p.size-len(p.running), 2*p.size-len(p.running)-len(p.ending)))
 }
 
 // produce claims while ctx lives. A claim that filled every free slot is
@@ -115,16 +122,25 @@ func (p *pool) start(execCtx context.Context, t *queue.Task, wg *sync.WaitGroup)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer func() {
-			p.mu.Lock()
-			delete(p.running, t.ID)
-			p.slots[slot] = false
-			p.mu.Unlock()
-			cancel(nil)
-			p.poke()
-		}()
-		p.n.run(ctx, e)
+		recording := p.n.run(ctx, e, p.ended)
+		p.mu.Lock()
+		delete(p.running, t.ID)
+		if recording {
+			p.ending[t.ID] = e
+		}
+		p.slots[slot] = false
+		p.mu.Unlock()
+		cancel(nil)
+		p.poke()
 	}()
+}
+
+// ended is told by the finisher that the end of e was recorded (or given up).
+func (p *pool) ended(e *execution) {
+	p.mu.Lock()
+	delete(p.ending, e.task.ID)
+	p.mu.Unlock()
+	p.poke() // a full ending set may have held claims back
 }
 
 // executions returns a snapshot of what runs now.
@@ -134,6 +150,21 @@ func (p *pool) executions() []*execution {
 	out := make([]*execution, 0, len(p.running))
 	for _, e := range p.running {
 		out = append(out, e)
+	}
+	return out
+}
+
+// leases returns every lease the pool holds: running bodies and ended ones
+// whose end is not recorded yet.
+func (p *pool) leases() []queue.Lease {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]queue.Lease, 0, len(p.running)+len(p.ending))
+	for _, e := range p.running {
+		out = append(out, e.task.Lease())
+	}
+	for _, e := range p.ending {
+		out = append(out, e.task.Lease())
 	}
 	return out
 }

@@ -12,8 +12,11 @@ import (
 // to the store, so the dashboard shows its SPID; shorter tasks only log it.
 const sessionDelay = time.Second
 
-// run executes one claimed task and records its end.
-func (n *Node) run(ctx context.Context, e *execution) {
+// run executes one claimed task and has its end recorded. It returns true when
+// the end was handed to the finisher and is not written yet; ended is called
+// once it is. A transactional task ends inside its own transaction, before run
+// returns.
+func (n *Node) run(ctx context.Context, e *execution, ended func(*execution)) (recording bool) {
 	t := e.task
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -39,7 +42,7 @@ func (n *Node) run(ctx context.Context, e *execution) {
 		res, err := n.store.RunTransactional(ctx, a, t.Body)
 		n.cfg.Observer.Finished(t.Queue, transactionalOutcome(res, err), time.Since(a.StartedAt))
 		n.logEnd(res, err)
-		return
+		return false
 	}
 	res, runErr := n.target.Run(ctx, t.Body, e.setSession)
 	a.FinishedAt = time.Now()
@@ -48,18 +51,17 @@ func (n *Node) run(ctx context.Context, e *execution) {
 	n.cfg.Observer.Finished(t.Queue, a.Outcome, a.FinishedAt.Sub(a.StartedAt))
 	if errors.Is(context.Cause(ctx), errLeaseLost) {
 		n.log.Warn("stopped a task whose lease was lost", "task", t.ID)
-		return
+		return false
 	}
-	n.finish(a, errors.Is(context.Cause(ctx), errShutdown))
-}
-
-// finish records the attempt through the node's batching finisher.
-func (n *Node) finish(a queue.Attempt, release bool) {
+	release := errors.Is(context.Cause(ctx), errShutdown)
 	if release {
 		a.Error = errShutdown.Error()
 	}
-	res := n.finisher.record(a, release)
-	n.logEnd(res, res.Err)
+	n.finisher.submit(a, release, func(res queue.FinishResult) {
+		n.logEnd(res, res.Err)
+		ended(e)
+	})
+	return true
 }
 
 func (n *Node) logEnd(res queue.FinishResult, err error) {

@@ -1,8 +1,6 @@
 package workers
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,32 +25,6 @@ func TestEnqueueWakesAnIdleWorker(t *testing.T) {
 	})
 }
 
-// countingStore counts the queries an idle node sends (it wraps the real store).
-type countingStore struct {
-	Store
-	calls atomic.Int64
-}
-
-func (c *countingStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, error) {
-	c.calls.Add(1)
-	return c.Store.Claim(ctx, p)
-}
-
-func (c *countingStore) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
-	c.calls.Add(1)
-	return c.Store.QueueSettings(ctx)
-}
-
-func (c *countingStore) HeartbeatNode(ctx context.Context, id, info string) error {
-	c.calls.Add(1)
-	return c.Store.HeartbeatNode(ctx, id, info)
-}
-
-func (c *countingStore) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishResult, error) {
-	c.calls.Add(1)
-	return c.Store.ReclaimExpired(ctx, limit)
-}
-
 // An idle node with default settings sends a bounded number of queries:
 // one claim per queue per poll plus per-node settings, heartbeat and reclaim.
 func TestIdleNodeQueryRate(t *testing.T) {
@@ -62,14 +34,14 @@ func TestIdleNodeQueryRate(t *testing.T) {
 			_, err := e.store.UpdateQueue(e.ctx, q, queue.QueueUpdate{Workers: intp(4), Actor: "test"})
 			require.NoError(t, err)
 		}
-		cs := &countingStore{Store: e.store}
-		e.store = cs
+		var calls *StoreCalls
+		e.store, calls = CountCalls(e.store)
 		e.startNode(t, Config{NodeID: "idle"})
 		time.Sleep(500 * time.Millisecond)
-		cs.calls.Store(0)
+		calls.Calls.Store(0)
 		const window = 4 * time.Second
 		time.Sleep(window)
-		perSecond := float64(cs.calls.Load()) / window.Seconds()
+		perSecond := float64(calls.Calls.Load()) / window.Seconds()
 		t.Logf("idle node with 3 queues: %.2f queries/s (%.2f per queue)", perSecond, perSecond/3)
 		require.LessOrEqual(t, perSecond/3, 2.0, "an idle node sends at most 2 queries per second per queue")
 	})

@@ -160,10 +160,12 @@ func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.
 	for i, l := range leases {
 		ids[i], tokens[i] = l.TaskID, l.Token
 	}
+	// By primary key, never the partial index of running tasks (see
+	// readpast_end_attempts in migration 000002).
 	rows, err := s.pool.Query(ctx, `UPDATE readpast_tasks t
 		SET lease_expires_at = now() + $3 * interval '1 microsecond'
 		FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)
-		WHERE t.id = l.id AND t.lease_token = l.token AND t.state = 'running'
+		WHERE t.id = l.id AND t.lease_token = l.token AND t.state || '' = 'running'
 		RETURNING t.id, t.lease_token, t.cancel_requested`, ids, tokens, lease.Microseconds())
 	if err != nil {
 		return res, wrap(err, "heartbeating %d leases", len(leases))

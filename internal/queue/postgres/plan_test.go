@@ -15,8 +15,9 @@ import (
 
 // TestClaimUsesThePartialIndex checks SPEC §4.5 on PostgreSQL: with a long
 // history of finished tasks, the claim's candidate scan reads the partial index
-// readpast_tasks_claim, also once PL/pgSQL has switched to a generic plan. The
-// plans come from auto_explain, which logs the statements the function runs.
+// readpast_tasks_claim, also once PL/pgSQL has switched to a generic plan, and
+// is never JIT-compiled. The plans come from auto_explain, which logs the
+// statements the function runs.
 func TestClaimUsesThePartialIndex(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -41,31 +42,11 @@ func TestClaimUsesThePartialIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var mu sync.Mutex
-	var plans []string
-	cfg := s.conn.Copy()
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		plans = append(plans, n.Message)
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, set := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
-		`SET auto_explain.log_nested_statements = on`, `SET client_min_messages = log`} {
-		if _, err := conn.Exec(ctx, set); err != nil {
-			t.Skipf("auto_explain is not available (%v)", err)
-		}
-	}
+	conn, plans := explainingConn(t, ctx, s)
 	// More calls than the plan cache's five custom plans, so the last one runs
 	// the generic plan.
 	for i := 0; i < 8; i++ {
-		mu.Lock()
-		plans = nil
-		mu.Unlock()
+		plans.reset()
 		rows, err := conn.Query(ctx, claimSQL, queue.DefaultQueue, "plan-test", 2, time.Minute.Microseconds())
 		if err != nil {
 			t.Fatal(err)
@@ -77,17 +58,11 @@ func TestClaimUsesThePartialIndex(t *testing.T) {
 		if len(got) != 2 {
 			t.Fatalf("claim %d returned %d tasks, want 2", i, len(got))
 		}
-		mu.Lock()
-		var scan string
-		for _, p := range plans {
-			if strings.Contains(p, "NOT t.chain_wait") || strings.Contains(p, "FOR UPDATE OF t SKIP LOCKED") {
-				scan = p
-			}
-		}
-		mu.Unlock()
+		scan := plans.find("NOT t.chain_wait")
 		if scan == "" {
-			t.Fatalf("claim %d: auto_explain logged no plan for the candidate scan; got:\n%s", i, strings.Join(plans, "\n---\n"))
+			t.Fatalf("claim %d: auto_explain logged no plan for the candidate scan; got:\n%s", i, plans.all())
 		}
+		plans.noJIT(t)
 		if !strings.Contains(scan, "readpast_tasks_claim") || strings.Contains(scan, "Seq Scan on readpast_tasks") {
 			t.Fatalf("claim %d: the candidate scan does not use readpast_tasks_claim:\n%s", i, scan)
 		}
@@ -95,4 +70,135 @@ func TestClaimUsesThePartialIndex(t *testing.T) {
 			t.Logf("candidate scan plan:\n%s", scan)
 		}
 	}
+}
+
+// Finishing finds the tasks by primary key even on a table never analyzed,
+// where the planner takes the partial index of running tasks for tiny (under
+// load it is mostly entries of tasks that ran already), and never JIT-compiles.
+func TestFinishFindsTasksByPrimaryKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := newStore(t).(*Store)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// History enough that reading the whole table costs more than index
+	// lookups, and no ANALYZE.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO readpast_tasks (queue, body, state, finished_at)
+		SELECT 'default', 'SELECT 1', 'succeeded', now() FROM generate_series(1, 20000)`); err != nil {
+		t.Fatal(err)
+	}
+	tasks := make([]queue.NewTask, 200)
+	for i := range tasks {
+		tasks[i] = queue.NewTask{Body: "SELECT 1"}
+	}
+	if _, err := s.Enqueue(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.Claim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "plan-test", Limit: 100, LeaseDuration: time.Minute})
+	if err != nil || len(claimed) != 100 {
+		t.Fatalf("claim: %d tasks, %v", len(claimed), err)
+	}
+	conn, plans := explainingConn(t, ctx, s)
+	for i := 0; i < 8; i++ { // past the plan cache's five custom plans
+		plans.reset()
+		var attempts []queue.Attempt
+		for _, c := range claimed[i*10 : i*10+10] {
+			attempts = append(attempts, queue.Attempt{Lease: c.Lease(), Outcome: queue.OutcomeSucceeded,
+				StartedAt: time.Now(), FinishedAt: time.Now()})
+		}
+		res, err := endAttempts(ctx, conn, modeFinish, attempts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil || r.State != queue.StateSucceeded {
+				t.Fatalf("finish %d: task %d: %s, %v", i, r.TaskID, r.State, r.Err)
+			}
+		}
+		lookup := plans.find("FOR UPDATE OF x")
+		if lookup == "" {
+			t.Fatalf("finish %d: auto_explain logged no plan for the lease lookup; got:\n%s", i, plans.all())
+		}
+		if !strings.Contains(lookup, "readpast_tasks_pkey") || strings.Contains(lookup, "readpast_tasks_running") {
+			t.Fatalf("finish %d: the lease lookup does not go by primary key:\n%s", i, lookup)
+		}
+		plans.noJIT(t)
+	}
+}
+
+// explainedPlans collects what auto_explain logs on one connection.
+type explainedPlans struct {
+	mu    sync.Mutex
+	plans []string
+}
+
+func (p *explainedPlans) add(plan string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.plans = append(p.plans, plan)
+}
+
+func (p *explainedPlans) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.plans = nil
+}
+
+// find returns the last plan whose text holds marker, or "".
+func (p *explainedPlans) find(marker string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	found := ""
+	for _, plan := range p.plans {
+		if strings.Contains(plan, marker) {
+			found = plan
+		}
+	}
+	return found
+}
+
+func (p *explainedPlans) all() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.plans, "\n---\n")
+}
+
+// noJIT fails when a statement inside the functions was JIT-compiled (the
+// calling statement is the client's: with jit_above_cost = 0 it is compiled).
+func (p *explainedPlans) noJIT(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, plan := range p.plans {
+		caller := strings.Contains(plan, "FROM readpast_claim(") || strings.Contains(plan, "FROM readpast_end_attempts(")
+		if strings.Contains(plan, "JIT:") && !caller {
+			t.Fatalf("a statement of the hot path was JIT-compiled:\n%s", plan)
+		}
+	}
+}
+
+// explainingConn opens a connection on which auto_explain logs the plan of
+// every statement, nested ones included, to the returned collector. JIT is made
+// as eager as it gets (jit_above_cost = 0), so a function that does not turn it
+// off shows "JIT:" in its plans wherever the server can JIT at all.
+func explainingConn(t *testing.T, ctx context.Context, s *Store) (*pgx.Conn, *explainedPlans) {
+	t.Helper()
+	plans := &explainedPlans{}
+	cfg := s.conn.Copy()
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { plans.add(n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, set := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`, `SET client_min_messages = log`,
+		`SET jit_above_cost = 0`, `SET jit_inline_above_cost = 0`, `SET jit_optimize_above_cost = 0`} {
+		if _, err := conn.Exec(ctx, set); err != nil {
+			t.Skipf("auto_explain is not available (%v)", err)
+		}
+	}
+	return conn, plans
 }
