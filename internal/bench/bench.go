@@ -24,8 +24,8 @@ type Config struct {
 	Dialect string
 	DSN     string // the store's, for server statistics
 	// Throughput
-	Tasks   int // no-op tasks to drain; default 20,000
-	Workers int // workers per node; default 32
+	Tasks   int // no-op tasks to drain; default 200,000
+	Workers int // workers per node; default 64
 	Nodes   int // nodes in this process; default 1
 	// Latency
 	LatencyTasks int     // tasks enqueued one at a time; default 200
@@ -53,10 +53,10 @@ type Report struct {
 
 func (c *Config) defaults() {
 	if c.Tasks == 0 {
-		c.Tasks = 20000
+		c.Tasks = 200000
 	}
 	if c.Workers == 0 {
-		c.Workers = 32
+		c.Workers = 64
 	}
 	if c.Nodes == 0 {
 		c.Nodes = 1

@@ -235,8 +235,14 @@ func (h *liveHub) update(full bool) {
 		}
 		vs.state, vs.readAt = &st, now
 	}
+	h.send(full)
+}
 
-	// Clients that were sent the same things get the same bytes.
+// send gives each client what changed since it was last sent (a snapshot to a
+// joining one), on a full tick; on a joining tick only the joining clients get
+// theirs. Clients that were sent the same things get the same bytes, encoded
+// once: with a hundred clients on a few views a tick encodes a few messages.
+func (h *liveHub) send(full bool) {
 	type baseline struct {
 		view   string
 		fields *fieldSet

@@ -160,12 +160,19 @@ func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.
 	for i, l := range leases {
 		ids[i], tokens[i] = l.TaskID, l.Token
 	}
-	// By primary key, never the partial index of running tasks (see
+	// The rows are locked in id order first, as every writer of several task
+	// rows does (migration 000001, "Lock order"): an UPDATE .. FROM unnest locks
+	// in join order, and against a finish of the same tasks that deadlocks. They
+	// are found by primary key, never the partial index of running tasks (see
 	// readpast_end_attempts in migration 000002).
-	rows, err := s.pool.Query(ctx, `UPDATE readpast_tasks t
+	rows, err := s.pool.Query(ctx, `WITH held AS MATERIALIZED (
+			SELECT t.id FROM readpast_tasks t JOIN unnest($1::bigint[], $2::bigint[]) AS l(id, token)
+			    ON t.id = l.id AND t.lease_token = l.token
+			 WHERE t.state || '' = 'running'
+			 ORDER BY t.id FOR UPDATE OF t)
+		UPDATE readpast_tasks t
 		SET lease_expires_at = now() + $3 * interval '1 microsecond'
-		FROM unnest($1::bigint[], $2::bigint[]) AS l(id, token)
-		WHERE t.id = l.id AND t.lease_token = l.token AND t.state || '' = 'running'
+		FROM held WHERE t.id = held.id
 		RETURNING t.id, t.lease_token, t.cancel_requested`, ids, tokens, lease.Microseconds())
 	if err != nil {
 		return res, wrap(err, "heartbeating %d leases", len(leases))

@@ -91,6 +91,56 @@ var leaseTests = map[string]func(*testing.T, Harness){
 		require.Len(t, recs, 1)
 		require.Equal(t, queue.OutcomeCancelled, recs[0].Outcome)
 	},
+	// A node heartbeats every lease it holds while its finisher ends some of
+	// them: both touch the same rows at once, in their own orders, and neither
+	// may fail (deadlock) or lose a lease it still holds.
+	"heartbeat_and_finish_of_the_same_leases_at_once": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		const n = 300
+		tasks := make([]queue.NewTask, n)
+		for i := range tasks {
+			tasks[i] = queue.NewTask{Body: "SELECT 1"}
+		}
+		b.enqueue(t, tasks...)
+		var held []*queue.Task
+		for len(held) < n {
+			held = append(held, b.claim(t, queue.DefaultQueue, 100)...)
+		}
+		done := make(chan struct{})
+		beats := make(chan error, 1)
+		go func() {
+			defer close(beats)
+			leases := make([]queue.Lease, n)
+			for i, task := range held {
+				leases[n-1-i] = task.Lease() // the reverse of the finisher's order
+			}
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := b.s.Heartbeat(b.ctx, leases, time.Minute); err != nil {
+					beats <- err
+					return
+				}
+			}
+		}()
+		for i := 0; i < n; i += 10 {
+			var batch []queue.Attempt
+			for _, task := range held[i : i+10] {
+				batch = append(batch, attempt(task, queue.OutcomeSucceeded, ""))
+			}
+			res, err := b.s.Finish(b.ctx, batch)
+			require.NoError(t, err, "finishing while heartbeats run")
+			for _, r := range res {
+				require.NoError(t, r.Err)
+				require.Equal(t, queue.StateSucceeded, r.State)
+			}
+		}
+		close(done)
+		require.NoError(t, <-beats, "heartbeating while finishes run")
+	},
 }
 
 func mustReclaim(t *testing.T, b bundle) []queue.FinishResult {

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/bench"
+	"readpast/internal/testpg"
+)
+
+func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
+
+// `readpast bench` measures every part on a small scale on each dialect and
+// prints the table, then JSON with figures that hold together. (The figures
+// themselves are docs/BENCHMARKS.md's business, never asserted here.)
+func TestBenchRunsEveryPart(t *testing.T) {
+	t.Parallel()
+	for _, d := range []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "bench.db") }},
+		{"postgres", func(t *testing.T) string { return testpg.Shared(t).NewDatabase(t) }},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := d.dsn(t)
+			var out, errOut bytes.Buffer
+			code := benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "400", "--workers", "8",
+				"--latency-tasks", "20", "--latency-rate", "100", "--depths", "50,200", "--idle-for", "2s"},
+				envOf(nil), &out, &errOut)
+			require.Equal(t, 0, code, "stderr:\n%s", errOut.String())
+			text := out.String()
+			for _, line := range []string{"end to end", "enqueue→start", "claim (batch 1)", "idle node"} {
+				require.Contains(t, text, line)
+			}
+			var r bench.Report
+			require.NoError(t, json.Unmarshal([]byte(text[strings.Index(text, "{"):]), &r))
+			require.Equal(t, d.name, r.Dialect)
+			require.NotNil(t, r.Throughput)
+			require.Equal(t, 400, r.Throughput.Tasks)
+			require.Positive(t, r.Throughput.EndToEndPerSec)
+			require.Positive(t, r.Throughput.PeakRSSMB)
+			if d.name == "postgres" {
+				// Claims and completions are batched: fewer commits than tasks.
+				require.Positive(t, r.Throughput.WriteTxPerTask)
+				require.Less(t, r.Throughput.WriteTxPerTask, 1.0)
+			}
+			require.NotNil(t, r.Latency)
+			require.Positive(t, r.Latency.StartP50)
+			require.LessOrEqual(t, r.Latency.StartP50, r.Latency.FinishP50)
+			require.Len(t, r.Depth, 3, "each depth, and the first again with history")
+			require.NotNil(t, r.Idle)
+			require.LessOrEqual(t, r.Idle.PerQueuePerSec, 2.0)
+
+			// A second run on the same database measures this run's tasks only.
+			out.Reset()
+			code = benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "300", "--workers", "8", "--only", "throughput"},
+				envOf(nil), &out, &errOut)
+			require.Equal(t, 0, code, "stderr:\n%s", errOut.String())
+			text = out.String()
+			require.NoError(t, json.Unmarshal([]byte(text[strings.Index(text, "{"):]), &r))
+			require.Equal(t, 300, r.Throughput.Tasks)
+		})
+	}
+}
+
+// Bad flags are refused with a word on what to give instead.
+func TestBenchRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--depths", "10,x"}, {"--depths", "0"}, {"--only", "speed"}} {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 2, benchCmd(context.Background(), args, envOf(nil), &out, &errOut), "%v", args)
+		require.Contains(t, errOut.String(), args[0], "%v", args)
+	}
+}
