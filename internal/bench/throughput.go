@@ -66,7 +66,7 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 	}
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for counted.Finished.Load() < int64(c.Tasks) {
+	for counted.Finished(throughputQueue) < int64(c.Tasks) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

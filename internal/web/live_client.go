@@ -16,6 +16,9 @@ type liveClient struct {
 	conn *websocket.Conn
 	send chan []byte // closed by the hub when it drops the client
 	view liveView
+	// When the connection was made: after the page it serves was rendered, so
+	// its snapshot is read no earlier.
+	joined time.Time
 	// Owned by the hub: whether the client still needs its snapshot, and what
 	// it was last sent (the baseline of its next message).
 	fresh      bool
@@ -47,7 +50,7 @@ func (u *ui) live(c echo.Context) error {
 			_ = tc.SetWriteBuffer(n)
 		}
 	}
-	cl := &liveClient{hub: u.hub, conn: conn, send: make(chan []byte, u.hub.opts.sendBuffer), view: view}
+	cl := &liveClient{hub: u.hub, conn: conn, send: make(chan []byte, u.hub.opts.sendBuffer), view: view, joined: time.Now()}
 	u.hub.join(cl)
 	go cl.writePump()
 	go cl.readPump()

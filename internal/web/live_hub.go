@@ -164,21 +164,28 @@ func (h *liveHub) drop(c *liveClient) {
 
 // update reads what changed and sends it. On a full tick every due view is
 // read and each client gets what changed since what it was last sent, in one
-// message. A tick made for joining clients re-reads what they show (unless it
-// is fresh) and sends them their snapshots only, so that a page never goes
-// back to older data than it was rendered with, and nobody else gets a second
-// message within the tick.
+// message. A joining client's snapshot is read after it joined (unless a read
+// since then serves), so a page never goes back to older data than it was
+// rendered with; a tick made for joining clients sends them their snapshots
+// only, and nobody else gets a second message within the tick.
 func (h *liveHub) update(full bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.queryTimeout)
 	defer cancel()
 	now := time.Now()
-	fresh := false
+	// The newest join among clients still waiting for their snapshot, overall
+	// and per view: data read before it may predate what that page shows.
+	var lastJoin time.Time
+	joinedAt := map[string]time.Time{}
+	wanted := map[string]liveView{}
 	for c := range h.clients {
-		fresh = fresh || c.fresh
+		wanted[c.view.key] = c.view
+		if c.fresh {
+			lastJoin = latest(lastJoin, c.joined)
+			joinedAt[c.view.key] = latest(joinedAt[c.view.key], c.joined)
+		}
 	}
-	recent := func(at time.Time) bool { return now.Sub(at) < h.opts.tick/5 }
 
-	if h.fields == nil || (full && !now.Before(h.sharedNext)) || (!full && fresh && !recent(h.sharedAt)) {
+	if h.fields == nil || (full && !now.Before(h.sharedNext)) || h.sharedAt.Before(lastJoin) {
 		start := time.Now()
 		sh, fields, err := h.readShared(ctx)
 		if err != nil {
@@ -189,13 +196,7 @@ func (h *liveHub) update(full bool) {
 		h.sharedNext = now.Add(max(h.opts.tick, 4*time.Since(start)))
 	}
 
-	// The views someone shows, and whether a joining client shows them; forget the others.
-	wanted := map[string]liveView{}
-	joining := map[string]bool{}
-	for c := range h.clients {
-		wanted[c.view.key] = c.view
-		joining[c.view.key] = joining[c.view.key] || c.fresh
-	}
+	// Forget the views nobody shows any more.
 	for k := range h.views {
 		if _, ok := wanted[k]; !ok {
 			delete(h.views, k)
@@ -211,7 +212,7 @@ func (h *liveHub) update(full bool) {
 		switch {
 		case vs.state == nil,
 			full && !now.Before(vs.nextRun),
-			!full && joining[k] && !recent(vs.readAt):
+			vs.readAt.Before(joinedAt[k]):
 			due = append(due, vs)
 		}
 	}
@@ -308,4 +309,11 @@ func (h *liveHub) encode(m liveMessage) []byte {
 		return nil
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

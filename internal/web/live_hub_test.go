@@ -287,3 +287,31 @@ func TestLiveChecksOriginAndView(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, http.StatusBadRequest, res.StatusCode)
 }
+
+// A page rendered after a change gets a snapshot read after it joined, never
+// the hub's reading from just before: pausing a queue and loading a page at
+// once must not show the queue running again (the snapshot would undo what
+// the page was rendered with).
+func TestLiveSnapshotIsNotOlderThanThePage(t *testing.T) {
+	t.Parallel()
+	e := newUIEnv(t, uiOpts{})
+	e.enqueue(queue.NewTask{Queue: "q", Body: "SELECT 1"})
+	_, url := newLiveServer(t, e, defaultLiveOptions())
+	for i := range 10 {
+		first := dialLive(t, url+"?view=overview", nil)
+		go first.read()
+		require.Eventually(t, func() bool { n, _, _, _ := first.snapshot(); return n > 0 }, 10*time.Second, 5*time.Millisecond)
+		// The hub has just read the queues for first; change them and join at once.
+		paused := i%2 == 0
+		_, err := e.store.UpdateQueue(e.ctx, "q", queue.QueueUpdate{Paused: &paused, Actor: "test"})
+		require.NoError(t, err)
+		second := dialLive(t, url+"?view=overview", nil)
+		go second.read()
+		require.Eventually(t, func() bool { n, _, _, _ := second.snapshot(); return n > 0 }, 10*time.Second, 5*time.Millisecond)
+		_, isSnapshot, field, _ := second.snapshot()
+		require.True(t, isSnapshot)
+		require.Equal(t, fmt.Sprint(paused), field("paused:q"), "round %d: the snapshot predates the change", i)
+		first.conn.Close()
+		second.conn.Close()
+	}
+}

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -9,11 +10,40 @@ import (
 )
 
 // StoreCalls counts what a node sends to its store: every call that is a round
-// trip to the database, and the attempts whose end was recorded (succeeded or
-// failed for good). The idle-rate test and `readpast bench` read it.
+// trip to the database, and per queue the tasks whose end was recorded as
+// succeeded or failed for good. The idle-rate test and `readpast bench` read it.
 type StoreCalls struct {
-	Calls    atomic.Int64
-	Finished atomic.Int64
+	Calls atomic.Int64
+
+	mu       sync.Mutex
+	queueOf  map[int64]string // claimed and not yet ended
+	finished map[string]int64
+}
+
+// Finished returns how many tasks of queue q ended for good through the wrapper.
+func (c *StoreCalls) Finished(q string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.finished[q]
+}
+
+func (c *StoreCalls) claimed(tasks []*queue.Task) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range tasks {
+		c.queueOf[t.ID] = t.Queue
+	}
+}
+
+func (c *StoreCalls) ended(res []queue.FinishResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range res {
+		if r.Err == nil && (r.State == queue.StateSucceeded || r.State == queue.StateFailed) {
+			c.finished[c.queueOf[r.TaskID]]++
+		}
+		delete(c.queueOf, r.TaskID)
+	}
 }
 
 // CountCalls wraps s so that a node using the result counts its calls in the
@@ -21,7 +51,7 @@ type StoreCalls struct {
 // LISTEN) keeps doing so through the wrapper: its listening connection sends
 // no queries and is not counted.
 func CountCalls(s Store) (Store, *StoreCalls) {
-	c := &countingStore{Store: s, n: &StoreCalls{}}
+	c := &countingStore{Store: s, n: &StoreCalls{queueOf: map[int64]string{}, finished: map[string]int64{}}}
 	if w, ok := s.(queue.Waker); ok {
 		return &countingWaker{countingStore: c, w: w}, c.n
 	}
@@ -44,7 +74,9 @@ func (c *countingWaker) Listen(ctx context.Context, fn func(queue string)) error
 
 func (c *countingStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, error) {
 	c.n.Calls.Add(1)
-	return c.Store.Claim(ctx, p)
+	tasks, err := c.Store.Claim(ctx, p)
+	c.n.claimed(tasks)
+	return tasks, err
 }
 
 func (c *countingStore) Heartbeat(ctx context.Context, l []queue.Lease, d time.Duration) (queue.HeartbeatResult, error) {
@@ -60,22 +92,24 @@ func (c *countingStore) SetSession(ctx context.Context, l queue.Lease, id string
 func (c *countingStore) Finish(ctx context.Context, a []queue.Attempt) ([]queue.FinishResult, error) {
 	c.n.Calls.Add(1)
 	res, err := c.Store.Finish(ctx, a)
-	for _, r := range res {
-		if r.Err == nil && (r.State == queue.StateSucceeded || r.State == queue.StateFailed) {
-			c.n.Finished.Add(1)
-		}
-	}
+	c.n.ended(res)
 	return res, err
 }
 
 func (c *countingStore) Release(ctx context.Context, a []queue.Attempt) ([]queue.FinishResult, error) {
 	c.n.Calls.Add(1)
-	return c.Store.Release(ctx, a)
+	res, err := c.Store.Release(ctx, a)
+	c.n.ended(res)
+	return res, err
 }
 
 func (c *countingStore) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.FinishResult, error) {
 	c.n.Calls.Add(1)
-	return c.Store.RunTransactional(ctx, a, body)
+	res, err := c.Store.RunTransactional(ctx, a, body)
+	if err == nil {
+		c.n.ended([]queue.FinishResult{res})
+	}
+	return res, err
 }
 
 func (c *countingStore) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishResult, error) {
