@@ -106,6 +106,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutCtx)
+	if err := handler.CloseLive(shutCtx); err != nil {
+		log.Warn("closing live dashboard connections", "err", err)
+	}
 	stopNode()
 	wg.Wait()
 	return err

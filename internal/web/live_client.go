@@ -24,6 +24,9 @@ type liveClient struct {
 	fresh      bool
 	sentFields *fieldSet
 	sentView   *viewState
+	// Why the hub closed send: 0 for a client that did not keep up, else the
+	// close code to send (set before send is closed).
+	bye int
 }
 
 // live upgrades GET /ws?view=<kind>&<the page's filters> to a websocket that
@@ -51,8 +54,9 @@ func (u *ui) live(c echo.Context) error {
 		}
 	}
 	cl := &liveClient{hub: u.hub, conn: conn, send: make(chan []byte, u.hub.opts.sendBuffer), view: view, joined: time.Now()}
+	u.hub.pumps.Add(1)
 	u.hub.join(cl)
-	go cl.writePump()
+	go func() { defer u.hub.pumps.Done(); cl.writePump() }()
 	go cl.readPump()
 	return nil
 }
@@ -89,7 +93,11 @@ func (c *liveClient) writePump() {
 		case msg, ok := <-c.send:
 			_ = c.conn.SetWriteDeadline(time.Now().Add(c.hub.opts.writeWait))
 			if !ok {
-				_ = c.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too slow: reconnect"))
+				code, text := websocket.CloseTryAgainLater, "too slow: reconnect"
+				if c.bye != 0 {
+					code, text = c.bye, "server stopping: reconnect"
+				}
+				_ = c.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, text))
 				return
 			}
 			if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // liveOptions tune the hub; tests shorten them.
@@ -48,9 +51,11 @@ type liveHub struct {
 
 	mu      sync.Mutex
 	running bool
+	closing bool // the server is stopping: say goodbye to everyone, take nobody new
 	joins   []*liveClient
 	leaves  []*liveClient
 	kick    chan struct{} // a client joined: send its snapshot without waiting for the tick
+	pumps   sync.WaitGroup // write pumps still running
 
 	// Owned by the run goroutine.
 	clients    map[*liveClient]struct{}
@@ -78,8 +83,15 @@ func newLiveHub(src *ui, opts liveOptions) *liveHub {
 }
 
 // join adds a client; its snapshot follows at once. It starts the hub if needed.
+// While the server stops, the client is told to go away instead.
 func (h *liveHub) join(c *liveClient) {
 	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		c.bye = websocket.CloseGoingAway
+		close(c.send)
+		return
+	}
 	h.joins = append(h.joins, c)
 	if !h.running {
 		h.running = true
@@ -97,6 +109,29 @@ func (h *liveHub) leave(c *liveClient) {
 	h.mu.Lock()
 	h.leaves = append(h.leaves, c)
 	h.mu.Unlock()
+}
+
+// shutdown tells every client to go away (close code 1001: the page
+// reconnects, to another node behind a balancer or to this one once it is
+// back), refuses new ones, and waits until the goodbyes are written or ctx
+// ends. http.Server.Shutdown does not track websockets, so the server calls
+// this after it.
+func (h *liveHub) shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closing = true
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+	done := make(chan struct{})
+	go func() { h.pumps.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("live updates: connections still open after the shutdown wait: %w", ctx.Err())
+	}
 }
 
 // isRunning reports whether the hub goroutine runs (tests check it stops).
@@ -130,6 +165,25 @@ func (h *liveHub) run() {
 		}
 		for _, c := range leaves {
 			h.drop(c)
+		}
+		h.mu.Lock()
+		closing := h.closing
+		h.mu.Unlock()
+		if closing {
+			for c := range h.clients {
+				c.bye = websocket.CloseGoingAway
+				h.drop(c)
+			}
+			h.mu.Lock()
+			for _, c := range h.joins { // joined since this round began
+				c.bye = websocket.CloseGoingAway
+				close(c.send)
+			}
+			h.joins, h.leaves = nil, nil
+			h.clients, h.views, h.fields, h.sharedData = nil, nil, nil, shared{}
+			h.running = false
+			h.mu.Unlock()
+			return
 		}
 		if len(h.clients) == 0 {
 			if idleSince.IsZero() {

@@ -315,3 +315,36 @@ func TestLiveSnapshotIsNotOlderThanThePage(t *testing.T) {
 		second.conn.Close()
 	}
 }
+
+// When the server stops, every live page is told to go away (1001) so it
+// reconnects, and a page that connects meanwhile is told the same.
+func TestLiveClientsAreToldToGoAwayAtShutdown(t *testing.T) {
+	t.Parallel()
+	e := newUIEnv(t, uiOpts{})
+	u, url := newLiveServer(t, e, defaultLiveOptions())
+	var clients []*wsClient
+	for range 5 {
+		c := dialLive(t, url+"?view=overview", nil)
+		go c.read()
+		clients = append(clients, c)
+	}
+	for _, c := range clients {
+		require.Eventually(t, func() bool { n, _, _, _ := c.snapshot(); return n > 0 }, 10*time.Second, 5*time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, u.hub.shutdown(ctx), "every goodbye is written in time")
+	late := dialLive(t, url+"?view=overview", nil)
+	go late.read()
+	for _, c := range append(clients, late) {
+		require.Eventually(t, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.err != nil
+		}, 5*time.Second, 5*time.Millisecond)
+		c.mu.Lock()
+		require.True(t, websocket.IsCloseError(c.err, websocket.CloseGoingAway), "closed with %v", c.err)
+		c.mu.Unlock()
+	}
+	require.False(t, u.hub.isRunning())
+}

@@ -6,6 +6,7 @@
 package web
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -70,6 +71,7 @@ type Server struct {
 	// pageError, when set (by the pages), renders an error for a browser page
 	// request as HTML; API errors are always JSON (errors.go).
 	pageError func(c echo.Context, status int, msg string) error
+	live      *liveHub // the dashboard's websocket hub (live_hub.go)
 }
 
 // New builds the server and its routes.
@@ -87,6 +89,16 @@ func New(d Deps) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// CloseLive says goodbye to every live-update websocket (close code 1001, so
+// the pages reconnect) and waits until the goodbyes are written or ctx ends.
+// Call it after http.Server.Shutdown, which does not track websockets.
+func (s *Server) CloseLive(ctx context.Context) error {
+	if s.live == nil {
+		return nil
+	}
+	return s.live.shutdown(ctx)
 }
 
 // ServeHTTP implements http.Handler.

@@ -39,6 +39,7 @@ const (
 func registerUI(s *Server) error {
 	u := newUI(s)
 	s.pageError = u.errorPage
+	s.live = u.hub
 	e := s.echo
 	view := s.requireRole(roleViewer)
 	operate := s.requireRole(roleOperator)
