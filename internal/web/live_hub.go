@@ -54,7 +54,7 @@ type liveHub struct {
 	closing bool // the server is stopping: say goodbye to everyone, take nobody new
 	joins   []*liveClient
 	leaves  []*liveClient
-	kick    chan struct{} // a client joined: send its snapshot without waiting for the tick
+	kick    chan struct{}  // a client joined: send its snapshot without waiting for the tick
 	pumps   sync.WaitGroup // write pumps still running
 
 	// Owned by the run goroutine.
