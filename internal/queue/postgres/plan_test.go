@@ -22,22 +22,7 @@ func TestClaimUsesThePartialIndex(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := newStore(t).(*Store)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// 20,000 finished tasks of history and a few pending ones.
-	if _, err := s.pool.Exec(ctx, `INSERT INTO readpast_tasks (queue, body, state, finished_at)
-		SELECT 'default', 'SELECT 1', 'succeeded', now() FROM generate_series(1, 20000)`); err != nil {
-		t.Fatal(err)
-	}
-	tasks := make([]queue.NewTask, 50)
-	for i := range tasks {
-		tasks[i] = queue.NewTask{Body: "SELECT 1"}
-	}
-	if _, err := s.Enqueue(ctx, tasks); err != nil {
-		t.Fatal(err)
-	}
+	s := storeWithHistory(t, ctx, 50)
 	if _, err := s.pool.Exec(ctx, `ANALYZE readpast_tasks`); err != nil {
 		t.Fatal(err)
 	}
@@ -79,23 +64,9 @@ func TestFinishFindsTasksByPrimaryKey(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := newStore(t).(*Store)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// History enough that reading the whole table costs more than index
 	// lookups, and no ANALYZE.
-	if _, err := s.pool.Exec(ctx, `INSERT INTO readpast_tasks (queue, body, state, finished_at)
-		SELECT 'default', 'SELECT 1', 'succeeded', now() FROM generate_series(1, 20000)`); err != nil {
-		t.Fatal(err)
-	}
-	tasks := make([]queue.NewTask, 200)
-	for i := range tasks {
-		tasks[i] = queue.NewTask{Body: "SELECT 1"}
-	}
-	if _, err := s.Enqueue(ctx, tasks); err != nil {
-		t.Fatal(err)
-	}
+	s := storeWithHistory(t, ctx, 200)
 	claimed, err := s.Claim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "plan-test", Limit: 100, LeaseDuration: time.Minute})
 	if err != nil || len(claimed) != 100 {
 		t.Fatalf("claim: %d tasks, %v", len(claimed), err)
@@ -126,6 +97,28 @@ func TestFinishFindsTasksByPrimaryKey(t *testing.T) {
 		}
 		plans.noJIT(t)
 	}
+}
+
+// storeWithHistory returns a migrated store holding 20,000 finished tasks of
+// history and then `pending` new ones in the default queue.
+func storeWithHistory(t *testing.T, ctx context.Context, pending int) *Store {
+	t.Helper()
+	s := newStore(t).(*Store)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO readpast_tasks (queue, body, state, finished_at)
+		SELECT 'default', 'SELECT 1', 'succeeded', now() FROM generate_series(1, 20000)`); err != nil {
+		t.Fatal(err)
+	}
+	tasks := make([]queue.NewTask, pending)
+	for i := range tasks {
+		tasks[i] = queue.NewTask{Body: "SELECT 1"}
+	}
+	if _, err := s.Enqueue(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // explainedPlans collects what auto_explain logs on one connection.
