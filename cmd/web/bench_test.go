@@ -60,14 +60,22 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			require.NotNil(t, r.Idle)
 			require.LessOrEqual(t, r.Idle.PerQueuePerSec, 2.0)
 
-			// A second run on the same database measures this run's tasks only.
+			// A second run on the same database measures this run's tasks only,
+			// leaves the depth part's pending tasks alone while it drains and
+			// idles, and reports the depths it finds.
 			out.Reset()
-			code = benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "300", "--workers", "8", "--only", "throughput"},
+			code = benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "300", "--workers", "8",
+				"--latency-tasks", "10", "--latency-rate", "100", "--depths", "100,200", "--idle-for", "2s"},
 				envOf(nil), &out, &errOut)
 			require.Equal(t, 0, code, "stderr:\n%s", errOut.String())
 			text = out.String()
+			r = bench.Report{}
 			require.NoError(t, json.Unmarshal([]byte(text[strings.Index(text, "{"):]), &r))
 			require.Equal(t, 300, r.Throughput.Tasks)
+			require.LessOrEqual(t, r.Idle.PerQueuePerSec, 2.0, "the paused depth queue keeps the node idle")
+			require.Len(t, r.Depth, 2, "the history is there already")
+			require.Equal(t, 200, r.Depth[0].Pending, "the depth found, not the one asked for")
+			require.Equal(t, 200, r.Depth[0].Finished)
 		})
 	}
 }

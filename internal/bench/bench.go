@@ -87,6 +87,10 @@ func (c *Config) wants(part string) bool { return len(c.Only) == 0 || c.Only[par
 func Run(ctx context.Context, c Config) (*Report, error) {
 	c.defaults()
 	r := &Report{Dialect: c.Dialect}
+	// An earlier run may have been stopped inside the depth part.
+	if err := pauseDepthQueue(ctx, c.Store, true); err != nil {
+		return r, fmt.Errorf("pausing %s: %w", depthQueue, err)
+	}
 	var err error
 	if c.wants("throughput") {
 		if r.Throughput, err = throughput(ctx, c); err != nil {

@@ -27,25 +27,49 @@ const (
 // each; after the first depth it also adds as many finished tasks as the
 // largest depth to the history and measures again, so the report shows whether
 // history or depth changes the claim's cost.
+//
+// Its pending tasks stay for the next run (released, never finished), so
+// between measurements the queue is paused: no node of a later part or run
+// takes them. A paused queue refuses claims, so it is resumed while measuring,
+// when no node of the benchmark runs.
 func depth(ctx context.Context, c Config) ([]DepthResult, error) {
 	s := c.Store
-	var out []DepthResult
-	pending, history := 0, 0
-	for i, d := range c.Depths {
-		fmt.Fprintf(c.Progress, "depth: growing to %d pending\n", d)
-		if _, err := enqueueBulk(ctx, s, d-pending, queue.NewTask{Queue: depthQueue, Body: noop}); err != nil {
-			return out, err
+	if err := pauseDepthQueue(ctx, s, false); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := pauseDepthQueue(context.WithoutCancel(ctx), s, true); err != nil {
+			fmt.Fprintf(c.Progress, "depth: pausing %s again: %v\n", depthQueue, err)
 		}
-		pending = d
+	}()
+	// A database that an earlier run measured holds its tasks still: start from
+	// what is there, and report the depths as they are.
+	_, pending64, err := queueCounts(ctx, s, depthQueue)
+	if err != nil {
+		return nil, err
+	}
+	history64, _, err := queueCounts(ctx, s, historyQueue)
+	if err != nil {
+		return nil, err
+	}
+	pending, history := int(pending64), int(history64)
+	var out []DepthResult
+	for i, d := range c.Depths {
+		if d > pending {
+			fmt.Fprintf(c.Progress, "depth: growing to %d pending\n", d)
+			if _, err := enqueueBulk(ctx, s, d-pending, queue.NewTask{Queue: depthQueue, Body: noop}); err != nil {
+				return out, err
+			}
+			pending = d
+		}
 		r, err := measureClaims(ctx, s, pending, history)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, r)
-		if i == 0 {
-			h := c.Depths[len(c.Depths)-1]
-			fmt.Fprintf(c.Progress, "depth: adding %d finished tasks to the history\n", h)
-			if err := addHistory(ctx, c, h); err != nil {
+		if h := c.Depths[len(c.Depths)-1]; i == 0 && history < h {
+			fmt.Fprintf(c.Progress, "depth: adding %d finished tasks to the history\n", h-history)
+			if err := addHistory(ctx, c, h-history); err != nil {
 				return out, err
 			}
 			history = h
@@ -56,6 +80,11 @@ func depth(ctx context.Context, c Config) ([]DepthResult, error) {
 		}
 	}
 	return out, nil
+}
+
+func pauseDepthQueue(ctx context.Context, s queue.Store, paused bool) error {
+	_, err := s.UpdateQueue(ctx, depthQueue, queue.QueueUpdate{Paused: &paused, Actor: "bench"})
+	return err
 }
 
 // measureClaims claims one task at a time and releases it, timing the claims

@@ -122,14 +122,20 @@ func (p *pool) start(execCtx context.Context, t *queue.Task, wg *sync.WaitGroup)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		recording := p.n.run(ctx, e, p.ended)
-		p.mu.Lock()
-		delete(p.running, t.ID)
-		if recording {
-			p.ending[t.ID] = e
+		// free gives the slot back; an ended task that awaits its record moves to
+		// ending first, before the finisher can have written it.
+		free := func(awaitingRecord bool) {
+			p.mu.Lock()
+			delete(p.running, t.ID)
+			if awaitingRecord {
+				p.ending[t.ID] = e
+			}
+			p.slots[slot] = false
+			p.mu.Unlock()
 		}
-		p.slots[slot] = false
-		p.mu.Unlock()
+		if !p.n.run(ctx, e, func() { free(true) }, p.ended) {
+			free(false)
+		}
 		cancel(nil)
 		p.poke()
 	}()

@@ -12,11 +12,12 @@ import (
 // to the store, so the dashboard shows its SPID; shorter tasks only log it.
 const sessionDelay = time.Second
 
-// run executes one claimed task and has its end recorded. It returns true when
-// the end was handed to the finisher and is not written yet; ended is called
-// once it is. A transactional task ends inside its own transaction, before run
-// returns.
-func (n *Node) run(ctx context.Context, e *execution, ended func(*execution)) (recording bool) {
+// run executes one claimed task and has its end recorded. When the end goes to
+// the finisher, run calls handOff just before (the slot is free from then on),
+// returns true, and the finisher calls ended once the end is written or given
+// up. A transactional task ends inside its own transaction, before run returns
+// false; so does a task whose lease was lost.
+func (n *Node) run(ctx context.Context, e *execution, handOff func(), ended func(*execution)) (handedOff bool) {
 	t := e.task
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -57,6 +58,7 @@ func (n *Node) run(ctx context.Context, e *execution, ended func(*execution)) (r
 	if release {
 		a.Error = errShutdown.Error()
 	}
+	handOff()
 	n.finisher.submit(a, release, func(res queue.FinishResult) {
 		n.logEnd(res, res.Err)
 		ended(e)
