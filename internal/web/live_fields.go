@@ -2,6 +2,7 @@ package web
 
 import (
 	"strconv"
+	"strings"
 
 	"readpast/internal/queue"
 	"readpast/web/templates"
@@ -17,9 +18,20 @@ func busyKey(q string) string                  { return "busy:" + q }
 func sizeKey(q string) string                  { return "size:" + q }
 func pausedKey(q string) string                { return "paused:" + q }
 
+// queueSetKey's value names every queue, one per line, in the overview's
+// order: a page whose table lists other queues reloads itself to show them.
+const queueSetKey = "queues"
+
+func queueSet(names []string) string { return strings.Join(names, "\n") }
+
 // liveFields computes every field from the queues and their workers.
 func liveFields(qs []queue.Queue, pools map[string]poolTotals) map[string]string {
-	f := make(map[string]string, len(qs)*8+3)
+	f := make(map[string]string, len(qs)*8+4)
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	f[queueSetKey] = queueSet(names)
 	for _, t := range totals(qs) {
 		f[t.Key] = templates.FormatCount(t.Count)
 	}

@@ -276,3 +276,41 @@ func TestBrowserReconnects(t *testing.T) {
 		"the page reconnects and resynchronises (pending shows %q)", textOf(tab, pending))
 	require.True(t, pageMarked(tab), "without a reload")
 }
+
+// A queue made elsewhere (another dashboard, the API, a first enqueue) shows
+// on an open overview without the operator reloading it; while the operator
+// types into a form the page waits for the field to lose focus.
+func TestBrowserNewQueueAppears(t *testing.T) {
+	t.Parallel()
+	tab, _ := newBrowser(t)
+	e := newUIEnv(t, uiOpts{})
+	e.enqueue(queue.NewTask{Queue: "first", Body: "SELECT 1"})
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/")))
+	require.Eventually(t, func() bool { return liveOn(tab) }, 10*time.Second, 50*time.Millisecond)
+	rows := func() int {
+		n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll('table.queues tbody tr[id^="queue-"]').length`))
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	require.Equal(t, 1, rows())
+
+	two := 2
+	_, err := e.store.UpdateQueue(e.ctx, "second", queue.QueueUpdate{Workers: &two, Actor: "elsewhere"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return rows() == 2 && textOf(tab, "#queue-second .name a") == "second" },
+		10*time.Second, 50*time.Millisecond, "the new queue's row appears")
+	require.Eventually(t, func() bool { return liveOn(tab) }, 10*time.Second, 50*time.Millisecond)
+
+	// An operator typing a workers value is not interrupted.
+	require.NoError(t, chromedp.Do(tab, chromedp.Focus(`#queue-first input[name=workers]`)))
+	markPage(t, tab)
+	e.enqueue(queue.NewTask{Queue: "third", Body: "SELECT 1"})
+	time.Sleep(1500 * time.Millisecond) // three ticks
+	require.True(t, pageMarked(tab), "the page reloaded under the operator's typing")
+	require.Equal(t, 2, rows())
+	require.NoError(t, chromedp.Do(tab, chromedp.Blur(`#queue-first input[name=workers]`)))
+	require.Eventually(t, func() bool { return rows() == 3 }, 10*time.Second, 50*time.Millisecond,
+		"once the field is left, the page shows the third queue")
+}

@@ -65,7 +65,7 @@ func (u *ui) overviewView(ctx context.Context, qs []queue.Queue, nodes []cluster
 		u.log.Warn("reading the execution log for the chart", "err", err)
 	}
 	chart, sparks := u.throughput.draw(now, running, names)
-	v := templates.Overview{Chart: chart}
+	v := templates.Overview{Chart: chart, QueueSetKey: queueSetKey, QueueSet: queueSet(names)}
 	for _, q := range qs {
 		v.Queues = append(v.Queues, queueRow(q, pools[q.Name], sparks[q.Name]))
 	}

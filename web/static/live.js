@@ -113,6 +113,13 @@
         }
       }
     }
+    var sets = document.querySelectorAll('[data-live-set]');
+    for (var k = 0; k < sets.length; k++) {
+      var set = fields[sets[k].getAttribute('data-live-set')];
+      if (set !== undefined && set !== sets[k].getAttribute('data-live-value')) {
+        reloadWhenIdle(); // rows were added or removed: the server renders them
+      }
+    }
     var flags = document.querySelectorAll('[data-live-flag]');
     for (var j = 0; j < flags.length; j++) {
       var f = fields[flags[j].getAttribute('data-live-flag')];
@@ -170,6 +177,28 @@
     if (empty) {
       empty.classList.toggle('hidden', tbody.children.length > 0);
     }
+  }
+
+  // reloadWhenIdle reloads the page, but not under an operator who is typing
+  // into one of its forms: then once the field has lost focus.
+  var reloading = false;
+  function reloadWhenIdle() {
+    if (reloading) {
+      return;
+    }
+    reloading = true;
+    var el = document.activeElement;
+    if (el && el.form && /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName)) {
+      // Polled: a page without window focus gets no blur event.
+      var wait = window.setInterval(function () {
+        if (document.activeElement !== el) {
+          window.clearInterval(wait);
+          location.reload();
+        }
+      }, 250);
+      return;
+    }
+    location.reload();
   }
 
   function parseRow(html) {

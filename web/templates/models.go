@@ -69,6 +69,10 @@ type Overview struct {
 	Chart    Chart
 	Queues   []QueueRow
 	NewQueue QueueRow // the "add a queue" form, with its values after a refusal
+	// The live field naming the queues, and its value when the page was
+	// rendered: when they differ the page reloads to show the new set.
+	QueueSetKey string
+	QueueSet    string
 }
 
 // QueueRow is one queue with its counts, workers and controls.
