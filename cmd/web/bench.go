@@ -17,7 +17,6 @@ import (
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 	"readpast/internal/target"
-	"readpast/internal/workers"
 )
 
 // benchCmd runs `readpast bench`: it measures this build on the store a DSN
@@ -75,11 +74,6 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 		return 1
 	}
 	defer tgt.Close()
-	ws, ok := s.(workers.Store)
-	if !ok {
-		fmt.Fprintf(errOut, "readpast bench: the %s store cannot run workers\n", s.Dialect())
-		return 1
-	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -101,7 +95,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 			}
 		}()
 	}
-	r, err := bench.Run(ctx, bench.Config{Store: ws, Target: tgt, Dialect: s.Dialect(), DSN: *dsn, Tasks: *tasks, Workers: *nworkers,
+	r, err := bench.Run(ctx, bench.Config{Store: s, Target: tgt, Dialect: s.Dialect(), DSN: *dsn, Tasks: *tasks, Workers: *nworkers,
 		Nodes: *nodes, LatencyTasks: *latTasks, LatencyRate: *rate, Depths: ds, IdleFor: *idleFor, Only: parts, Progress: errOut})
 	if r != nil {
 		r.WriteTable(out)

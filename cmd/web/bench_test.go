@@ -5,33 +5,26 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/bench"
-	"readpast/internal/testpg"
+	"readpast/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // `readpast bench` measures every part on a small scale on each dialect and
 // prints the table, then JSON with figures that hold together. (The figures
 // themselves are docs/BENCHMARKS.md's business, never asserted here.)
 func TestBenchRunsEveryPart(t *testing.T) {
 	t.Parallel()
-	for _, d := range []struct {
-		name string
-		dsn  func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "bench.db") }},
-		{"postgres", func(t *testing.T) string { return testpg.Shared(t).NewDatabase(t) }},
-	} {
-		t.Run(d.name, func(t *testing.T) {
+	for _, d := range testenv.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			dsn := d.dsn(t)
+			dsn := testenv.NewDSN(t, d)
 			var out, errOut bytes.Buffer
 			code := benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "400", "--workers", "8",
 				"--latency-tasks", "20", "--latency-rate", "100", "--depths", "50,200", "--idle-for", "2s"},
@@ -43,12 +36,12 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			}
 			var r bench.Report
 			require.NoError(t, json.Unmarshal([]byte(text[strings.Index(text, "{"):]), &r))
-			require.Equal(t, d.name, r.Dialect)
+			require.Equal(t, string(d), r.Dialect)
 			require.NotNil(t, r.Throughput)
 			require.Equal(t, 400, r.Throughput.Tasks)
 			require.Positive(t, r.Throughput.EndToEndPerSec)
 			require.Positive(t, r.Throughput.PeakRSSMB)
-			if d.name == "postgres" {
+			if string(d) == "postgres" {
 				// Claims and completions are batched: fewer commits than tasks.
 				require.Positive(t, r.Throughput.WriteTxPerTask)
 				require.Less(t, r.Throughput.WriteTxPerTask, 1.0)

@@ -39,12 +39,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer tgt.Close()
-	ws, ok := store.(workers.Store)
-	if !ok {
-		return fmt.Errorf("the %s store cannot run workers", store.Dialect())
-	}
 	metrics := web.NewMetrics()
-	node, err := workers.New(ws, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: cfg.Workers,
+	node, err := workers.New(store, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: cfg.Workers,
 		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, TargetIsStore: targetDSN == cfg.DSN, Logger: log, Observer: metrics})
 	if err != nil {
 		return err
@@ -54,11 +50,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	wstore, ok := store.(web.Store)
-	if !ok {
-		return fmt.Errorf("the %s store cannot serve the dashboard", store.Dialect())
-	}
-	handler, err := web.New(web.Deps{Store: wstore, Node: node, Logger: log, Version: version, Lease: cfg.Lease,
+	handler, err := web.New(web.Deps{Store: store, Node: node, Logger: log, Version: version, Lease: cfg.Lease,
 		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken, MaxBodyBytes: cfg.MaxBodyBytes, Metrics: metrics})
 	if err != nil {
 		return err
@@ -83,9 +75,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	go func() { defer wg.Done(); nodeErr <- node.Run(nodeCtx) }()
 	go func() {
 		defer wg.Done()
-		if ls, ok := store.(queue.LogStore); ok {
-			(&logs.Retention{Store: ls, LogAge: cfg.LogRetention, TaskAge: cfg.TaskRetention, Logger: log}).Run(nodeCtx)
-		}
+		(&logs.Retention{Store: store, LogAge: cfg.LogRetention, TaskAge: cfg.TaskRetention, Logger: log}).Run(nodeCtx)
 	}()
 	httpErr := make(chan error, 1)
 	go func() {

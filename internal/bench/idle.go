@@ -27,7 +27,7 @@ func idle(ctx context.Context, c Config) (*IdleResult, error) {
 			return nil, err
 		}
 	}
-	// The wrapper keeps PostgreSQL's LISTEN connection (queue.Waker), so this is
+	// The wrapper keeps PostgreSQL's LISTEN connection (Store.Listen), so this is
 	// the node as it runs in production.
 	cc := c
 	var counted *workers.StoreCalls

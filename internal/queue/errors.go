@@ -19,6 +19,8 @@ var (
 	ErrSchemaTooNew = errors.New("queue: database schema is newer than this binary")
 	// ErrSchemaDirty: a migration failed half-way and needs a DBA's attention.
 	ErrSchemaDirty = errors.New("queue: database schema is dirty")
+	// ErrNotSupported: the store's database cannot do this (see Capabilities).
+	ErrNotSupported = errors.New("queue: not supported by this store")
 )
 
 // ValidationError says which input field is wrong and why. Nothing was written.

@@ -2,17 +2,31 @@ package queue
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 )
 
-// Store is the durable task queue. Every method is safe for concurrent use by
-// many goroutines and many processes sharing one database.
+// Store is the whole contract a SQL dialect fulfils: everything the product asks
+// of a database, in named parts. Every method is safe for concurrent use by many
+// goroutines and many processes sharing one database. The conformance suite
+// (queuetest) exercises every method on every dialect; what a dialect cannot do
+// is a capability (Capabilities), never a missing method.
 type Store interface {
+	SchemaStore
+	TaskStore
+	QueueStore
+	NodeStore
+	LogStore
+	Listener
+	Holder
+}
+
+// SchemaStore is the store's identity, schema and lifetime.
+type SchemaStore interface {
 	// Dialect names the SQL dialect: "sqlite", "postgres" or "sqlserver".
 	Dialect() string
+	// Capabilities says what this store can do beyond the common contract.
+	Capabilities() Capabilities
 	// Migrate applies the embedded migrations. Applying them twice is a no-op; a
 	// schema newer than this binary knows gives ErrSchemaTooNew.
 	Migrate(ctx context.Context) error
@@ -21,7 +35,11 @@ type Store interface {
 	SchemaVersion(ctx context.Context) (SchemaStatus, error)
 	// Close releases the store's connections.
 	Close() error
+}
 
+// TaskStore is the task life cycle: enqueue, claim, lease upkeep, the end of
+// an attempt, and the reads of one task.
+type TaskStore interface {
 	// Enqueue writes all tasks in one transaction and returns their ids in order.
 	// Invalid input gives a *ValidationError and writes nothing.
 	Enqueue(ctx context.Context, tasks []NewTask) ([]int64, error)
@@ -56,21 +74,85 @@ type Store interface {
 	// Retry puts a failed or cancelled task back to pending now, with a fresh
 	// attempt budget; chain stages cancelled because of it are reopened.
 	Retry(ctx context.Context, id int64, actor string) error
-
-	// TaskAttempts returns the execution-log rows of one task, oldest first.
-	TaskAttempts(ctx context.Context, taskID int64) ([]AttemptRecord, error)
 	// Get returns one task with Why filled in.
 	Get(ctx context.Context, id int64) (*Task, error)
 	// List returns tasks newest first, filtered, one keyset page at a time.
 	List(ctx context.Context, p ListParams) ([]*Task, error)
+	// TaskAttempts returns the execution-log rows of one task, oldest first.
+	TaskAttempts(ctx context.Context, taskID int64) ([]AttemptRecord, error)
+}
+
+// QueueStore is queue and group settings.
+type QueueStore interface {
 	// Queues lists every known queue with its settings and counts per state.
 	Queues(ctx context.Context) ([]Queue, error)
+	// QueueSettings lists every known queue's settings without counting tasks:
+	// the cheap read every node's settings watcher makes each second.
+	QueueSettings(ctx context.Context) ([]Queue, error)
 	// UpdateQueue changes a queue's settings, creating the queue if needed.
 	UpdateQueue(ctx context.Context, name string, u QueueUpdate) (*Queue, error)
 	// SetGroupLimit sets how many tasks of a group may run at once.
 	SetGroupLimit(ctx context.Context, name string, maxRunning int, actor string) error
 	// Groups lists the known concurrency groups.
 	Groups(ctx context.Context) ([]Group, error)
+}
+
+// NodeStore registers nodes and reads them back for the dashboard.
+type NodeStore interface {
+	// RegisterNode inserts or replaces the node's row, started and heartbeating now.
+	RegisterNode(ctx context.Context, n Node) error
+	// HeartbeatNode marks the node alive now and stores its info JSON.
+	HeartbeatNode(ctx context.Context, id, info string) error
+	// StopNode marks the node stopped (graceful shutdown).
+	StopNode(ctx context.Context, id string) error
+	// Nodes lists nodes, newest heartbeat first; a node whose last heartbeat is
+	// older than goneAfter (by the database clock) is Gone.
+	Nodes(ctx context.Context, goneAfter time.Duration) ([]Node, error)
+}
+
+// LogStore queries and trims the execution log and the finished tasks.
+type LogStore interface {
+	// Attempts returns log rows newest first, one keyset page at a time.
+	Attempts(ctx context.Context, q LogQuery) ([]AttemptRecord, error)
+	// PurgeAttempts deletes up to batch log rows that finished before cutoff and
+	// returns how many it deleted; callers loop in small batches so that no long
+	// transaction holds locks the claim path needs.
+	PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) (int64, error)
+	// PurgeTasks deletes up to batch finished tasks that finished before cutoff.
+	PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error)
+}
+
+// Listener delivers other nodes' enqueues where the database can push them
+// (PostgreSQL LISTEN/NOTIFY); elsewhere nodes poll. Capabilities().Listen says
+// which.
+type Listener interface {
+	// Listen blocks until ctx ends, calling fn with the queue name of each
+	// enqueue made by any node; it reconnects by itself and returns nil when ctx
+	// ends. Without Capabilities().Listen it returns ErrNotSupported at once.
+	Listen(ctx context.Context, fn func(queue string)) error
+}
+
+// Holder runs one store operation's own statements inside a transaction that
+// it keeps open, so that the locks the operation takes stay held. It is how
+// `readpast selftest` and the conformance suite prove from outside that
+// claimers never wait on each other (SPEC §4.2): the production statements,
+// not a copy, hold real locks while a second claimer runs.
+type Holder interface {
+	// Hold runs op and keeps its transaction open until Release; Release rolls
+	// it back, so nothing op did is kept. With Capabilities().ConcurrentWriters
+	// false, holding a write blocks every other writer of the store.
+	Hold(ctx context.Context, op HoldOp) (Held, error)
+}
+
+// Capabilities are what a store can do beyond the common contract; the
+// conformance suite and selftest check them instead of dialect names.
+type Capabilities struct {
+	// Listen: Listen delivers enqueues of other nodes (PostgreSQL LISTEN/NOTIFY).
+	Listen bool
+	// ConcurrentWriters: write transactions run side by side, claimers skipping
+	// each other's locked rows (SKIP LOCKED, READPAST). False for SQLite, whose
+	// one writer runs write transactions one at a time.
+	ConcurrentWriters bool
 }
 
 // Options are the settings every dialect takes.
@@ -86,98 +168,4 @@ type SchemaStatus struct {
 	Version uint // 0: nothing applied
 	Dirty   bool
 	Latest  uint // newest migration embedded in this binary
-}
-
-// ClaimParams says what to claim.
-type ClaimParams struct {
-	Queue         string
-	Owner         string        // who holds the leases, e.g. "node-1/w3"
-	Limit         int           // up to this many tasks (1–1000)
-	LeaseDuration time.Duration // the lease runs out this long after the claim
-}
-
-// MaxClaimLimit bounds one claim.
-const MaxClaimLimit = 1000
-
-// HeartbeatResult is what Store.Heartbeat reports.
-type HeartbeatResult struct {
-	Lost            []int64 // leases no longer held: stop working on these
-	CancelRequested []int64 // held, but an operator asked for cancellation
-}
-
-// Attempt is one finished execution of a task, as the worker saw it.
-type Attempt struct {
-	Lease
-	Outcome      Outcome
-	Error        string
-	Node         string
-	Worker       string
-	SessionID    string
-	StartedAt    time.Time
-	FinishedAt   time.Time
-	RowsAffected int64
-	Messages     string
-}
-
-// FinishResult is what became of one task.
-type FinishResult struct {
-	TaskID int64
-	State  State     // the task's state afterwards
-	Retry  time.Time // when State is pending: the next available_at
-	Err    error     // ErrLeaseLost: this attempt changed nothing
-}
-
-// ListParams filters Store.List. Empty fields do not filter.
-type ListParams struct {
-	State  State
-	Queue  string
-	Group  string
-	Chain  string
-	Before int64 // keyset cursor: only ids below this; 0 starts at the newest
-	Limit  int   // 1–1000; 0 means 50
-}
-
-// QueueUpdate changes queue settings; nil fields are left as they are.
-type QueueUpdate struct {
-	Workers         *int
-	MaxRunning      *int
-	ClearMaxRunning bool // remove the cluster-wide limit
-	Paused          *bool
-	Actor           string
-}
-
-// AttemptRecord is one row of the execution log.
-type AttemptRecord struct {
-	ID           int64
-	TaskID       int64
-	Attempt      int
-	Queue        string
-	Node         string
-	Worker       string
-	SessionID    string
-	StartedAt    time.Time
-	FinishedAt   time.Time
-	Duration     time.Duration
-	Outcome      Outcome
-	Error        string
-	RowsAffected int64
-	Messages     string
-}
-
-// Describe renders the change for the audit log, e.g. "workers=4 paused=true".
-func (u QueueUpdate) Describe() string {
-	var parts []string
-	if u.Workers != nil {
-		parts = append(parts, fmt.Sprintf("workers=%d", *u.Workers))
-	}
-	if u.MaxRunning != nil {
-		parts = append(parts, fmt.Sprintf("max_running=%d", *u.MaxRunning))
-	}
-	if u.ClearMaxRunning {
-		parts = append(parts, "max_running=none")
-	}
-	if u.Paused != nil {
-		parts = append(parts, fmt.Sprintf("paused=%t", *u.Paused))
-	}
-	return strings.Join(parts, " ")
 }

@@ -57,7 +57,7 @@ func newAPIEnv(t *testing.T, o apiOpts) *apiEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	require.NoError(t, s.Migrate(ctx))
-	e := &apiEnv{t: t, ctx: ctx, store: s.(Store), dbPath: path, metrics: NewMetrics()}
+	e := &apiEnv{t: t, ctx: ctx, store: s, dbPath: path, metrics: NewMetrics()}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := Deps{Store: e.store, Logger: log, Version: "test", Lease: 2 * time.Second, Metrics: e.metrics,
 		MaxBodyBytes: 4096, MaxRequestBytes: o.maxRequest}
@@ -71,7 +71,7 @@ func newAPIEnv(t *testing.T, o apiOpts) *apiEnv {
 		tgt, err := target.Open(ctx, "sqlite://"+path)
 		require.NoError(t, err)
 		t.Cleanup(func() { tgt.Close() })
-		n, err := workers.New(s.(workers.Store), tgt, workers.Config{NodeID: "api-test-node", Poll: 50 * time.Millisecond,
+		n, err := workers.New(s, tgt, workers.Config{NodeID: "api-test-node", Poll: 50 * time.Millisecond,
 			Lease: o.lease, Grace: time.Second, SettingsEvery: 50 * time.Millisecond, Observer: e.metrics, Logger: log})
 		require.NoError(t, err)
 		nctx, stop := context.WithCancel(context.Background())

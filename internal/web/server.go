@@ -18,11 +18,7 @@ import (
 )
 
 // Store is what the web layer reads and changes in the queue store.
-type Store interface {
-	queue.Store
-	queue.LogStore
-	queue.NodeStore
-}
+type Store = queue.Store
 
 // Node is this process's worker node, as the web layer steers it.
 type Node interface {

@@ -51,14 +51,14 @@ func newUIEnv(t *testing.T, o uiOpts) *uiEnv {
 	require.NoError(t, s.Migrate(ctx))
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	e := &uiEnv{t: t, ctx: ctx, store: s.(Store), jar: jar}
+	e := &uiEnv{t: t, ctx: ctx, store: s, jar: jar}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := Deps{Store: e.store, Logger: log, Version: "test", Lease: 3 * time.Second}
 	if o.node {
 		tgt, err := target.Open(ctx, "sqlite://"+path)
 		require.NoError(t, err)
 		t.Cleanup(func() { tgt.Close() })
-		n, err := workers.New(s.(workers.Store), tgt, workers.Config{NodeID: "ui-test-node", Poll: 50 * time.Millisecond,
+		n, err := workers.New(s, tgt, workers.Config{NodeID: "ui-test-node", Poll: 50 * time.Millisecond,
 			Lease: 3 * time.Second, Grace: time.Second, SettingsEvery: 50 * time.Millisecond,
 			DefaultWorkers: o.defaultWorkers, TargetIsStore: true, Logger: log})
 		require.NoError(t, err)

@@ -29,10 +29,6 @@ type Config struct {
 	Logger        *slog.Logger
 	// Observer, if set, hears of claims and finished attempts (metrics).
 	Observer Observer
-
-	// beforeTxCommit, set only by tests, runs between a transactional body and
-	// its commit (queue.WithCommitHook).
-	beforeTxCommit func()
 }
 
 // withDefaults fills zero fields and checks the rest.

@@ -13,11 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 	"readpast/internal/testpg"
 )
 
 // claimCounter counts Claim calls, and those that failed, on the real store
-// (PostgreSQL: it is a queue.Waker too).
+
 type claimCounter struct {
 	Store
 	calls, failed atomic.Int64
@@ -30,11 +31,6 @@ func (c *claimCounter) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue
 		c.failed.Add(1)
 	}
 	return tasks, err
-}
-
-// Listen passes the real store's LISTEN on, so the node keeps its wake-ups.
-func (c *claimCounter) Listen(ctx context.Context, fn func(string)) error {
-	return c.Store.(queue.Waker).Listen(ctx, fn)
 }
 
 // logRecorder keeps the messages of a node's log lines (and passes them on to
@@ -83,7 +79,7 @@ func (r logRecorder) WithGroup(name string) slog.Handler {
 func TestConnectionLossBacksOffAndRecovers(t *testing.T) {
 	t.Parallel()
 	srv := testpg.Private(t)
-	e := newEnv(t, srv.NewDatabase(t))
+	e := newEnv(t, testenv.On(t, testenv.Postgres, srv.NewDatabase(t)))
 	// "loss" runs the tasks; "idle" has none, so its pool polls every 50 ms:
 	// without a back-off it would claim 60 times in 3 s of outage.
 	for _, q := range []string{"loss", "idle"} {
@@ -133,7 +129,7 @@ func TestConnectionLossBacksOffAndRecovers(t *testing.T) {
 
 	// Every attempt is in the log; those cut off by the outage are failed or lost.
 	outcomes := map[queue.Outcome]int{}
-	recs, err := cs.Store.(queue.LogStore).Attempts(e.ctx, queue.LogQuery{Queue: "loss", Limit: 1000})
+	recs, err := cs.Store.Attempts(e.ctx, queue.LogQuery{Queue: "loss", Limit: 1000})
 	require.NoError(t, err)
 	for _, r := range recs {
 		outcomes[r.Outcome]++

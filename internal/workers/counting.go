@@ -47,29 +47,16 @@ func (c *StoreCalls) ended(res []queue.FinishResult) {
 }
 
 // CountCalls wraps s so that a node using the result counts its calls in the
-// returned StoreCalls. A store that wakes nodes (queue.Waker, PostgreSQL's
-// LISTEN) keeps doing so through the wrapper: its listening connection sends
-// no queries and is not counted.
+// returned StoreCalls. Listen passes through uncounted: the listening
+// connection of a store that wakes nodes (PostgreSQL's LISTEN) sends no queries.
 func CountCalls(s Store) (Store, *StoreCalls) {
 	c := &countingStore{Store: s, n: &StoreCalls{queueOf: map[int64]string{}, finished: map[string]int64{}}}
-	if w, ok := s.(queue.Waker); ok {
-		return &countingWaker{countingStore: c, w: w}, c.n
-	}
 	return c, c.n
 }
 
 type countingStore struct {
 	Store
 	n *StoreCalls
-}
-
-type countingWaker struct {
-	*countingStore
-	w queue.Waker
-}
-
-func (c *countingWaker) Listen(ctx context.Context, fn func(queue string)) error {
-	return c.w.Listen(ctx, fn)
 }
 
 func (c *countingStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, error) {

@@ -12,12 +12,8 @@ import (
 	"readpast/internal/target"
 )
 
-// Store is what a node needs of the queue store.
-type Store interface {
-	queue.Store
-	queue.NodeStore
-	queue.QueueSettingsStore
-}
+// Store is what a node needs of the queue store: all of it.
+type Store = queue.Store
 
 // Node is this process's set of pools, one per queue.
 type Node struct {
@@ -72,11 +68,11 @@ func (n *Node) Run(ctx context.Context) error {
 	n.every(ctx, &loops, n.cfg.SettingsEvery, func() { n.refreshSettings(ctx, execCtx, &loops, &execs) })
 	n.every(ctx, &loops, n.cfg.heartbeatEvery(), func() { n.heartbeat(execCtx) })
 	n.every(ctx, &loops, n.cfg.ReclaimEvery, func() { n.reclaim(ctx) })
-	if w, ok := n.store.(queue.Waker); ok {
+	if n.store.Capabilities().Listen {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			if err := w.Listen(ctx, n.Wake); err != nil && ctx.Err() == nil {
+			if err := n.store.Listen(ctx, n.Wake); err != nil && ctx.Err() == nil {
 				n.log.Warn("listening for enqueues stopped; polling only", "err", err)
 			}
 		}()

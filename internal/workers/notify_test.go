@@ -12,7 +12,7 @@ import (
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 	"readpast/internal/queue/postgres"
-	"readpast/internal/testpg"
+	"readpast/internal/testenv"
 )
 
 // On PostgreSQL an enqueue made by anyone wakes the idle workers of every node
@@ -20,7 +20,7 @@ import (
 // task within a second of the enqueue.
 func TestNotifyWakesEveryNode(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, testpg.Shared(t).NewDatabase(t))
+	e := newEnv(t, testenv.New(t, testenv.Postgres))
 	_, err := e.store.UpdateQueue(e.ctx, "nq", queue.QueueUpdate{Workers: intp(1), Actor: "test"})
 	require.NoError(t, err)
 	// Each node has a store of its own, so it listens on a connection of its
@@ -30,7 +30,7 @@ func TestNotifyWakesEveryNode(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		ne := e
-		ne.store = s.(Store)
+		ne.store = s
 		ne.startNode(t, Config{NodeID: id, Poll: 5 * time.Second})
 	}
 	require.Eventually(t, func() bool { return listeners(t, e) == 2 }, 10*time.Second, 10*time.Millisecond,

@@ -17,8 +17,7 @@ import (
 
 // The child process of the tests below: a node on the DSN in the environment.
 const (
-	childDSNEnv  = "READPAST_TEST_CHILD_DSN"
-	childModeEnv = "READPAST_TEST_CHILD_MODE" // "run" or "die-before-commit"
+	childDSNEnv = "READPAST_TEST_CHILD_DSN"
 )
 
 func TestChildNodeProcess(t *testing.T) {
@@ -32,18 +31,15 @@ func TestChildNodeProcess(t *testing.T) {
 	tgt, err := target.Open(ctx, dsn)
 	require.NoError(t, err)
 	cfg := Config{NodeID: "child", Lease: time.Second, Poll: 50 * time.Millisecond, TargetIsStore: true}
-	if os.Getenv(childModeEnv) == "die-before-commit" {
-		cfg.beforeTxCommit = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
-	}
-	n, err := New(s.(Store), tgt, cfg)
+	n, err := New(s, tgt, cfg)
 	require.NoError(t, err)
 	_ = n.Run(ctx) // runs until killed
 }
 
-func startChild(t *testing.T, e env, mode string) *exec.Cmd {
+func startChild(t *testing.T, e env) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildNodeProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childDSNEnv+"="+e.dsn, childModeEnv+"="+mode)
+	cmd.Env = append(os.Environ(), childDSNEnv+"="+e.dsn)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -56,7 +52,7 @@ func TestKilledNodeLeavesALeaseAnotherNodeReclaims(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, e env) {
 		id := e.enqueue(t, queue.NewTask{Body: sleepBody(t, e.dialect, 1500*time.Millisecond), Queue: "k"})[0]
-		child := startChild(t, e, "run")
+		child := startChild(t, e)
 		running := e.waitState(t, id, queue.StateRunning, 20*time.Second)
 		require.Contains(t, running.LeaseOwner, "child/")
 		require.NoError(t, child.Process.Signal(syscall.SIGKILL))
@@ -87,10 +83,15 @@ func TestTransactionalBodyDiesBeforeCommit(t *testing.T) {
 	dialects(t, func(t *testing.T, e env) {
 		_, err := e.target.Run(e.ctx, "CREATE TABLE effect (n int)", nil)
 		require.NoError(t, err)
-		id := e.enqueue(t, queue.NewTask{Body: "INSERT INTO effect VALUES (1)", Queue: "tx", Transactional: true})[0]
-		child := startChild(t, e, "die-before-commit")
-		state, _ := child.Process.Wait()
-		require.Equal(t, "signal: killed", state.String(), "the child must die in the commit hook")
+		// The effect is written first, then the body runs on: the child dies
+		// with the effect written and not committed.
+		body := "INSERT INTO effect VALUES (1)\nGO\n" + sleepBody(t, e.dialect, 3*time.Second)
+		id := e.enqueue(t, queue.NewTask{Body: body, Queue: "tx", Transactional: true})[0]
+		child := startChild(t, e)
+		e.waitState(t, id, queue.StateRunning, 20*time.Second)
+		time.Sleep(time.Second)
+		require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+		_ = child.Wait()
 		require.Equal(t, int64(0), countEffect(t, e), "the uncommitted effect must be gone")
 
 		e.startNode(t, Config{NodeID: "survivor", Lease: time.Second, Poll: 50 * time.Millisecond, ReclaimEvery: 200 * time.Millisecond, TargetIsStore: true})

@@ -37,9 +37,6 @@ func (n *Node) run(ctx context.Context, e *execution, handOff func(), ended func
 
 	a := queue.Attempt{Lease: t.Lease(), Node: n.cfg.NodeID, Worker: e.worker, StartedAt: e.started}
 	if t.Transactional && n.cfg.TargetIsStore {
-		if n.cfg.beforeTxCommit != nil {
-			ctx = queue.WithCommitHook(ctx, n.cfg.beforeTxCommit)
-		}
 		res, err := n.store.RunTransactional(ctx, a, t.Body)
 		n.cfg.Observer.Finished(t.Queue, transactionalOutcome(res, err), time.Since(a.StartedAt))
 		n.logEnd(res, err)

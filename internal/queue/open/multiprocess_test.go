@@ -1,4 +1,4 @@
-package open
+package open_test
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,10 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
-	"readpast/internal/testpg"
+	"readpast/internal/queue/open"
+	"readpast/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 const claimerEnv = "READPAST_TEST_CLAIMER_DSN"
 
@@ -27,20 +27,18 @@ const claimerEnv = "READPAST_TEST_CLAIMER_DSN"
 // honoured across processes.
 func TestMultiProcessClaims(t *testing.T) {
 	t.Parallel()
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		multiProcessClaims(t, "sqlite://"+filepath.Join(t.TempDir(), "mp.db"))
-	})
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		multiProcessClaims(t, testpg.Shared(t).NewDatabase(t))
-	})
+	for _, d := range testenv.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			multiProcessClaims(t, testenv.NewDSN(t, d))
+		})
+	}
 }
 
 func multiProcessClaims(t *testing.T, dsn string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s, err := Store(ctx, dsn, queue.Options{})
+	s, err := open.Store(ctx, dsn, queue.Options{})
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.Migrate(ctx))
@@ -100,7 +98,7 @@ func TestClaimerProcess(t *testing.T) {
 		t.Skip("only run as a child of TestMultiProcessClaims")
 	}
 	ctx := context.Background()
-	s, err := Store(ctx, dsn, queue.Options{})
+	s, err := open.Store(ctx, dsn, queue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,22 +1,10 @@
-package postgres
+package postgres_test
 
 import (
-	"context"
 	"testing"
 
-	"readpast/internal/queue"
 	"readpast/internal/queue/queuetest"
-	"readpast/internal/testpg"
+	"readpast/internal/testenv"
 )
 
-func BenchmarkHotPath(b *testing.B) {
-	s, err := Open(context.Background(), testpg.Shared(b).NewDatabase(b), queue.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Migrate(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	queuetest.BenchmarkHotPath(b, s)
-}
+func BenchmarkHotPath(b *testing.B) { queuetest.BenchmarkHotPath(b, testenv.Postgres) }

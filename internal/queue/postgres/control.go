@@ -7,13 +7,14 @@ import (
 	"readpast/internal/queue"
 )
 
+const cancelSQL = `SELECT out_found, out_changed, out_state FROM readpast_cancel($1, $2)`
+
 // Cancel implements queue.Store (readpast_cancel: pending cancels now, running
 // gets cancel_requested, finished is ErrInvalidState).
 func (s *Store) Cancel(ctx context.Context, id int64, actor string) (queue.State, error) {
 	var found, changed bool
 	var state *string
-	err := s.pool.QueryRow(ctx, `SELECT out_found, out_changed, out_state FROM readpast_cancel($1, $2)`, id, actor).
-		Scan(&found, &changed, &state)
+	err := s.pool.QueryRow(ctx, cancelSQL, id, actor).Scan(&found, &changed, &state)
 	switch {
 	case err != nil:
 		return "", wrap(err, "cancelling task %d", id)

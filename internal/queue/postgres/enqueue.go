@@ -18,23 +18,7 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, er
 		return nil, err
 	}
 	n := len(tasks)
-	var (
-		queues, bodies, groups, chains, createdBy = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		priorities, stages, maxAttempts           = make([]int32, n), make([]int32, n), make([]int32, n)
-		at                                        = make([]*time.Time, n)
-		delayUS, timeoutMS                        = make([]int64, n), make([]int64, n)
-		transactional, cont                       = make([]bool, n), make([]bool, n)
-	)
-	for i, t := range tasks {
-		queues[i], bodies[i], groups[i], chains[i], createdBy[i] = t.Queue, t.Body, t.Group, t.Chain, t.CreatedBy
-		priorities[i], stages[i], maxAttempts[i] = int32(*t.Priority), int32(t.Stage), int32(t.MaxAttempts)
-		// Delay is relative to the database clock, so it travels as a duration.
-		at[i] = nullTime(t.AvailableAt)
-		delayUS[i], timeoutMS[i] = t.Delay.Microseconds(), t.Timeout.Milliseconds()
-		transactional[i], cont[i] = t.Transactional, t.ContinueOnFailure
-	}
-	rows, err := s.pool.Query(ctx, `SELECT * FROM readpast_enqueue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-		queues, bodies, priorities, at, delayUS, groups, chains, stages, maxAttempts, timeoutMS, transactional, cont, createdBy)
+	rows, err := s.pool.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
 	if err != nil {
 		return nil, wrap(err, "enqueueing %d tasks", n)
 	}
@@ -51,4 +35,27 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, er
 		return nil, wrap(err, "enqueueing %d tasks", n)
 	}
 	return ids, nil
+}
+
+const enqueueSQL = `SELECT * FROM readpast_enqueue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+
+// enqueueArgs binds readpast_enqueue's parallel arrays for normalized tasks.
+func enqueueArgs(tasks []queue.NewTask) []any {
+	n := len(tasks)
+	var (
+		queues, bodies, groups, chains, createdBy = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		priorities, stages, maxAttempts           = make([]int32, n), make([]int32, n), make([]int32, n)
+		at                                        = make([]*time.Time, n)
+		delayUS, timeoutMS                        = make([]int64, n), make([]int64, n)
+		transactional, cont                       = make([]bool, n), make([]bool, n)
+	)
+	for i, t := range tasks {
+		queues[i], bodies[i], groups[i], chains[i], createdBy[i] = t.Queue, t.Body, t.Group, t.Chain, t.CreatedBy
+		priorities[i], stages[i], maxAttempts[i] = int32(*t.Priority), int32(t.Stage), int32(t.MaxAttempts)
+		// Delay is relative to the database clock, so it travels as a duration.
+		at[i] = nullTime(t.AvailableAt)
+		delayUS[i], timeoutMS[i] = t.Delay.Microseconds(), t.Timeout.Milliseconds()
+		transactional[i], cont[i] = t.Transactional, t.ContinueOnFailure
+	}
+	return []any{queues, bodies, priorities, at, delayUS, groups, chains, stages, maxAttempts, timeoutMS, transactional, cont, createdBy}
 }

@@ -108,18 +108,7 @@ func endAttempts(ctx context.Context, q querier, mode endMode, attempts []queue.
 		return nil, nil
 	}
 	n := len(attempts)
-	var (
-		ids, tokens, rowsAffected                         = make([]int64, n), make([]int64, n), make([]int64, n)
-		outcomes, errs, nodes, workers, sessions, message = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		started, finished                                 = make([]*time.Time, n), make([]*time.Time, n)
-	)
-	for i, a := range attempts {
-		ids[i], tokens[i], rowsAffected[i] = a.TaskID, a.Token, a.RowsAffected
-		outcomes[i], errs[i], nodes[i], workers[i], sessions[i], message[i] = string(a.Outcome), a.Error, a.Node, a.Worker, a.SessionID, a.Messages
-		started[i], finished[i] = nullTime(a.StartedAt), nullTime(a.FinishedAt)
-	}
-	rows, err := q.Query(ctx, endSQL, mode == modeRelease, mode == modeReclaim,
-		ids, tokens, outcomes, errs, nodes, workers, sessions, started, finished, rowsAffected, message)
+	rows, err := q.Query(ctx, endSQL, endArgs(mode, attempts)...)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +134,24 @@ func endAttempts(ctx context.Context, q querier, mode endMode, attempts []queue.
 		return nil, err
 	}
 	return out, nil
+}
+
+// endArgs binds readpast_end_attempts' parameters: the mode and one array
+// element per attempt.
+func endArgs(mode endMode, attempts []queue.Attempt) []any {
+	n := len(attempts)
+	var (
+		ids, tokens, rowsAffected                         = make([]int64, n), make([]int64, n), make([]int64, n)
+		outcomes, errs, nodes, workers, sessions, message = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		started, finished                                 = make([]*time.Time, n), make([]*time.Time, n)
+	)
+	for i, a := range attempts {
+		ids[i], tokens[i], rowsAffected[i] = a.TaskID, a.Token, a.RowsAffected
+		outcomes[i], errs[i], nodes[i], workers[i], sessions[i], message[i] = string(a.Outcome), a.Error, a.Node, a.Worker, a.SessionID, a.Messages
+		started[i], finished[i] = nullTime(a.StartedAt), nullTime(a.FinishedAt)
+	}
+	return []any{mode == modeRelease, mode == modeReclaim,
+		ids, tokens, outcomes, errs, nodes, workers, sessions, started, finished, rowsAffected, message}
 }
 
 // Heartbeat implements queue.Store: one statement extends every lease still held.

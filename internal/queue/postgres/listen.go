@@ -6,11 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"readpast/internal/queue"
 )
-
-var _ queue.Waker = (*Store)(nil)
 
 // NotifyChannel is the channel readpast_enqueue notifies, once per distinct
 // queue of a batch, with the queue name as payload; the notification is
@@ -48,7 +44,7 @@ func (s *Store) listenConfig() *pgx.ConnConfig {
 	return cfg
 }
 
-// Listen implements queue.Waker. It holds one connection of its own, outside the
+// Listen implements queue.Listener. It holds one connection of its own, outside the
 // pool that claims and finishes use, runs LISTEN readpast_enqueue on it and
 // calls fn with the queue of every notification. When the connection drops it
 // reconnects, waiting 100 ms, then twice as long after each failure up to 5 s;

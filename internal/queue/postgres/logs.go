@@ -11,11 +11,6 @@ import (
 	"readpast/internal/queue"
 )
 
-var (
-	_ queue.LogStore           = (*Store)(nil)
-	_ queue.QueueSettingsStore = (*Store)(nil)
-)
-
 // attemptColumns is the column list of an execution-log read, in scanAttempt's order.
 const attemptColumns = `id, task_id, attempt, queue, node, worker, session_id, started_at,
 	finished_at, duration_ms, outcome, error, rows_affected, messages`
@@ -119,7 +114,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 	return tag.RowsAffected(), nil
 }
 
-// QueueSettings implements queue.QueueSettingsStore: the settings rows only, no
+// QueueSettings implements queue.Store: the settings rows only, no
 // counts, so every node can read them each second at the cost of one small scan.
 func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
 	rows, err := s.pool.Query(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by

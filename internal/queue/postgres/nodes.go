@@ -8,8 +8,6 @@ import (
 	"readpast/internal/queue"
 )
 
-var _ queue.NodeStore = (*Store)(nil)
-
 // RegisterNode implements queue.NodeStore: the node's row is inserted or
 // replaced, started and heartbeating now by the database clock.
 func (s *Store) RegisterNode(ctx context.Context, n queue.Node) error {

@@ -84,6 +84,12 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 // Dialect implements queue.Store.
 func (s *Store) Dialect() string { return dialect }
 
+// Capabilities implements queue.Store: LISTEN/NOTIFY wakes other nodes, and
+// claimers skip each other's locked rows (FOR UPDATE SKIP LOCKED).
+func (s *Store) Capabilities() queue.Capabilities {
+	return queue.Capabilities{Listen: true, ConcurrentWriters: true}
+}
+
 // Close implements queue.Store: it waits for connections in use to come back.
 func (s *Store) Close() error {
 	s.pool.Close()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"readpast/internal/queue"
 )
@@ -66,7 +67,6 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 		s.rollback(conn, "transactional task") // the lease is gone: the body's effect must not commit
 		return out[0], fmt.Errorf("postgres: running transactional task %d: %w", a.TaskID, out[0].Err)
 	}
-	queue.RunCommitHook(ctx)
 	if err := tx.Commit(ctx); err != nil {
 		return res, wrap(err, "running transactional task %d: committing", a.TaskID)
 	}
@@ -139,4 +139,15 @@ func joinMessages(a, b string) string {
 		return a
 	}
 	return a + "\n" + b
+}
+
+// rollback ends a failed transaction on conn, even when the caller's context is
+// done; if it cannot, the pool discards the connection on release, which ends
+// the transaction on the server too.
+func (s *Store) rollback(conn *pgxpool.Conn, what string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		s.log.Debug("rollback failed; the connection is discarded", "of", what, "err", err)
+	}
 }

@@ -6,14 +6,16 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 )
 
 // BenchmarkHotPath measures the store calls on a task's path, per task, with
 // allocations: enqueue (batches of 1000), claim (batch 1 and batch 50), and
 // finish (batch 1 and batch 100; each writes the execution-log row in the same
-// transaction, so it is also the log-write cost). s must be migrated and empty.
-func BenchmarkHotPath(b *testing.B, s queue.Store) {
+// transaction, so it is also the log-write cost), on a fresh database of d.
+func BenchmarkHotPath(b *testing.B, d testenv.Dialect) {
 	ctx := context.Background()
+	s := testenv.New(b, d).Store
 	fill := func(b *testing.B, q string, n int) {
 		b.Helper()
 		batch := make([]queue.NewTask, 0, 1000)

@@ -12,23 +12,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 )
 
-// Harness is what a dialect gives the suite.
+// Harness is the dialect the suite runs on: every test gets a fresh database
+// of it from testenv, and reaches the database only through the store, except
+// for setup the store's API cannot express (Exec).
 type Harness struct {
-	// NewStore returns an unmigrated store on a fresh, empty database and
-	// registers its Close with t.Cleanup.
-	NewStore func(t *testing.T) queue.Store
-	// Exec runs one statement on the store's database outside the store (the
-	// suite uses it to fake a schema from the future).
-	Exec func(t *testing.T, s queue.Store, query string)
-	// SerialWriters is true for SQLite: one writer at a time, so the suite
-	// shows that claims stay short and readers are not blocked, instead of two
-	// claimers overlapping.
-	SerialWriters bool
+	Dialect testenv.Dialect
 }
 
-// Exercise runs every conformance test against h.
+// NewStore returns an unmigrated store on a fresh, empty database, closed when
+// t ends.
+func (h Harness) NewStore(t *testing.T) (queue.Store, string) {
+	t.Helper()
+	dsn := testenv.NewDSN(t, h.Dialect)
+	return testenv.OpenStore(t, dsn, queue.Options{}), dsn
+}
+
+// Exercise runs every conformance test on h's dialect.
 func Exercise(t *testing.T, h Harness) {
 	groups := []struct {
 		name  string
@@ -38,12 +40,16 @@ func Exercise(t *testing.T, h Harness) {
 		{"enqueue", enqueueTests},
 		{"claim", claimTests},
 		{"concurrency", concurrencyTests},
+		{"nonblocking", nonBlockingTests},
 		{"groups", groupTests},
 		{"chains", chainTests},
 		{"leases", leaseTests},
 		{"finish", finishTests},
 		{"transactional", transactionalTests},
 		{"reads", readTests},
+		{"settings", settingsTests},
+		{"nodes", nodeTests},
+		{"logs", logTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -61,15 +67,16 @@ func Exercise(t *testing.T, h Harness) {
 type bundle struct {
 	ctx context.Context
 	s   queue.Store
+	env *testenv.Env
 }
 
 func setup(t *testing.T, h Harness) bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	s := h.NewStore(t)
+	s, dsn := h.NewStore(t)
 	require.NoError(t, s.Migrate(ctx), "migrating a fresh database")
-	return bundle{ctx: ctx, s: s}
+	return bundle{ctx: ctx, s: s, env: &testenv.Env{Ctx: ctx, Dialect: h.Dialect, DSN: dsn, Store: s}}
 }
 
 func intp(v int) *int { return &v }

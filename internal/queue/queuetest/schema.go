@@ -25,10 +25,9 @@ var schemaTests = map[string]func(*testing.T, Harness){
 	},
 	"refuses_newer_schema": func(t *testing.T, h Harness) {
 		b := setup(t, h)
-		require.NotNil(t, h.Exec, "the harness must give Exec for this test")
 		st, err := b.s.SchemaVersion(b.ctx)
 		require.NoError(t, err)
-		h.Exec(t, b.s, fmt.Sprintf("UPDATE %s SET version = %d", queue.MigrationsTable, st.Latest+1))
+		b.env.Exec(t, fmt.Sprintf("UPDATE %s SET version = %d", queue.MigrationsTable, st.Latest+1))
 		err = b.s.Migrate(b.ctx)
 		require.ErrorIs(t, err, queue.ErrSchemaTooNew, "a schema from a newer binary must be refused")
 		st, err = b.s.SchemaVersion(b.ctx)
@@ -37,7 +36,7 @@ var schemaTests = map[string]func(*testing.T, Harness){
 	},
 	"refuses_dirty_schema": func(t *testing.T, h Harness) {
 		b := setup(t, h)
-		h.Exec(t, b.s, fmt.Sprintf("UPDATE %s SET dirty = %s", queue.MigrationsTable, trueLiteral(b.s.Dialect())))
+		b.env.Exec(t, fmt.Sprintf("UPDATE %s SET dirty = %s", queue.MigrationsTable, trueLiteral(b.s.Dialect())))
 		require.ErrorIs(t, b.s.Migrate(b.ctx), queue.ErrSchemaDirty)
 	},
 }

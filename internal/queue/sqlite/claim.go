@@ -17,43 +17,45 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, 
 	}
 	var out []*queue.Task
 	err := s.write(ctx, "claiming from queue "+p.Queue, func(tx *sql.Tx, now int64) error {
-		limit, err := queueRoom(tx, p.Queue, p.Limit)
-		if err != nil || limit == 0 {
-			return err
-		}
-		picked, perGroup, err := pickCandidates(tx, p.Queue, now, limit)
-		if err != nil || len(picked) == 0 {
-			return err
-		}
-		token := newToken()
-		expires := now + p.LeaseDuration.Microseconds()
-		args := []any{p.Owner, token, expires, now}
-		for _, id := range picked {
-			args = append(args, id)
-		}
-		_, err = tx.Exec(`UPDATE readpast_tasks
-			SET state = 'running', attempts = attempts + 1, lease_owner = ?, lease_token = ?,
-			    lease_expires_at = ?, started_at = ?, cancel_requested = 0, session_id = NULL
-			WHERE id IN (`+placeholders(len(picked))+`)`, args...)
-		if err != nil {
-			return fmt.Errorf("marking claimed tasks running: %w", err)
-		}
-		for g, n := range perGroup {
-			if _, err := tx.Exec(`UPDATE readpast_groups SET running = running + ? WHERE name = ?`, n, g); err != nil {
-				return fmt.Errorf("counting group %s: %w", g, err)
-			}
-		}
-		out, err = getTasks(ctx, tx, picked)
-		if err != nil {
-			return err
-		}
-		queue.RunClaimHook(ctx)
-		return nil
+		var err error
+		out, err = claimTx(ctx, tx, now, p)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// claimTx is Claim inside the caller's write transaction.
+func claimTx(ctx context.Context, tx *sql.Tx, now int64, p queue.ClaimParams) ([]*queue.Task, error) {
+	limit, err := queueRoom(tx, p.Queue, p.Limit)
+	if err != nil || limit == 0 {
+		return nil, err
+	}
+	picked, perGroup, err := pickCandidates(tx, p.Queue, now, limit)
+	if err != nil || len(picked) == 0 {
+		return nil, err
+	}
+	token := newToken()
+	expires := now + p.LeaseDuration.Microseconds()
+	args := []any{p.Owner, token, expires, now}
+	for _, id := range picked {
+		args = append(args, id)
+	}
+	_, err = tx.Exec(`UPDATE readpast_tasks
+		SET state = 'running', attempts = attempts + 1, lease_owner = ?, lease_token = ?,
+		    lease_expires_at = ?, started_at = ?, cancel_requested = 0, session_id = NULL
+		WHERE id IN (`+placeholders(len(picked))+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("marking claimed tasks running: %w", err)
+	}
+	for g, n := range perGroup {
+		if _, err := tx.Exec(`UPDATE readpast_groups SET running = running + ? WHERE name = ?`, n, g); err != nil {
+			return nil, fmt.Errorf("counting group %s: %w", g, err)
+		}
+	}
+	return getTasks(ctx, tx, picked)
 }
 
 // queueRoom returns how many tasks the queue admits now: 0 when paused, the

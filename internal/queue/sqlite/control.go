@@ -53,38 +53,46 @@ func (s *Store) SetSession(ctx context.Context, l queue.Lease, sessionID string)
 func (s *Store) Cancel(ctx context.Context, id int64, actor string) (queue.State, error) {
 	var st queue.State
 	err := s.write(ctx, fmt.Sprintf("cancelling task %d", id), func(tx *sql.Tx, now int64) error {
-		var chain sql.NullString
-		var stage int
-		err := tx.QueryRow(`SELECT state, chain, stage FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage)
-		if errors.Is(err, sql.ErrNoRows) {
-			return queue.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		switch st {
-		case queue.StateRunning:
-			if _, err := tx.Exec(`UPDATE readpast_tasks SET cancel_requested = 1, finished_by = ? WHERE id = ?`, actor, id); err != nil {
-				return err
-			}
-		case queue.StatePending:
-			st = queue.StateCancelled
-			_, err := tx.Exec(`UPDATE readpast_tasks SET state = 'cancelled', finished_at = ?, finished_by = ?,
-				last_error = ?, chain_wait = 0 WHERE id = ?`, now, actor, "cancelled by "+actor, id)
-			if err != nil {
-				return err
-			}
-			if chain.Valid {
-				if err := chainEnded(tx, now, chain.String, id, stage, st); err != nil {
-					return err
-				}
-			}
-		default:
-			return fmt.Errorf("%w: task %d is %s; only pending or running tasks can be cancelled", queue.ErrInvalidState, id, st)
-		}
-		return s.audit(tx, now, actor, "cancel", taskTarget(id), string(st))
+		var err error
+		st, err = s.cancelTx(tx, now, id, actor)
+		return err
 	})
 	return st, err
+}
+
+// cancelTx is Cancel inside the caller's write transaction.
+func (s *Store) cancelTx(tx *sql.Tx, now int64, id int64, actor string) (queue.State, error) {
+	var st queue.State
+	var chain sql.NullString
+	var stage int
+	err := tx.QueryRow(`SELECT state, chain, stage FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", queue.ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	switch st {
+	case queue.StateRunning:
+		if _, err := tx.Exec(`UPDATE readpast_tasks SET cancel_requested = 1, finished_by = ? WHERE id = ?`, actor, id); err != nil {
+			return "", err
+		}
+	case queue.StatePending:
+		st = queue.StateCancelled
+		_, err := tx.Exec(`UPDATE readpast_tasks SET state = 'cancelled', finished_at = ?, finished_by = ?,
+			last_error = ?, chain_wait = 0 WHERE id = ?`, now, actor, "cancelled by "+actor, id)
+		if err != nil {
+			return "", err
+		}
+		if chain.Valid {
+			if err := chainEnded(tx, now, chain.String, id, stage, st); err != nil {
+				return "", err
+			}
+		}
+	default:
+		return st, fmt.Errorf("%w: task %d is %s; only pending or running tasks can be cancelled", queue.ErrInvalidState, id, st)
+	}
+	return st, s.audit(tx, now, actor, "cancel", taskTarget(id), string(st))
 }
 
 // Retry implements queue.Store.

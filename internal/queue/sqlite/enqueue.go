@@ -14,50 +14,58 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, er
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]int64, 0, len(tasks))
+	var ids []int64
 	err = s.write(ctx, "enqueueing tasks", func(tx *sql.Tx, now int64) error {
-		chains := map[string]bool{}
-		for _, t := range tasks {
-			if err := ensureRows(tx, now, t); err != nil {
-				return err
-			}
-			if t.Chain != "" {
-				chains[t.Chain] = true
-			}
-		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO readpast_tasks
-			(queue, body, priority, available_at, group_name, chain, stage, continue_on_failure,
-			 max_attempts, timeout_ms, transactional, created_at, created_by)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
-		for _, t := range tasks {
-			at := now + t.Delay.Microseconds()
-			if !t.AvailableAt.IsZero() {
-				at = micros(t.AvailableAt)
-			}
-			res, err := ins.ExecContext(ctx, t.Queue, t.Body, *t.Priority, at, nullString(t.Group), nullString(t.Chain),
-				t.Stage, boolInt(t.ContinueOnFailure), t.MaxAttempts, t.Timeout.Milliseconds(), boolInt(t.Transactional), now, t.CreatedBy)
-			if err != nil {
-				return fmt.Errorf("inserting task: %w", err)
-			}
-			id, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		for c := range chains {
-			if err := refreshChain(tx, c); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		ids, err = enqueueTx(ctx, tx, now, tasks)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return ids, nil
+}
+
+// enqueueTx writes normalized tasks inside the caller's write transaction.
+func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask) ([]int64, error) {
+	ids := make([]int64, 0, len(tasks))
+	chains := map[string]bool{}
+	for _, t := range tasks {
+		if err := ensureRows(tx, now, t); err != nil {
+			return nil, err
+		}
+		if t.Chain != "" {
+			chains[t.Chain] = true
+		}
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO readpast_tasks
+		(queue, body, priority, available_at, group_name, chain, stage, continue_on_failure,
+		 max_attempts, timeout_ms, transactional, created_at, created_by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer ins.Close()
+	for _, t := range tasks {
+		at := now + t.Delay.Microseconds()
+		if !t.AvailableAt.IsZero() {
+			at = micros(t.AvailableAt)
+		}
+		res, err := ins.ExecContext(ctx, t.Queue, t.Body, *t.Priority, at, nullString(t.Group), nullString(t.Chain),
+			t.Stage, boolInt(t.ContinueOnFailure), t.MaxAttempts, t.Timeout.Milliseconds(), boolInt(t.Transactional), now, t.CreatedBy)
+		if err != nil {
+			return nil, fmt.Errorf("inserting task: %w", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	for c := range chains {
+		if err := refreshChain(tx, c); err != nil {
+			return nil, err
+		}
 	}
 	return ids, nil
 }

@@ -27,17 +27,24 @@ func (s *Store) endAll(ctx context.Context, what string, attempts []queue.Attemp
 	}
 	var out []queue.FinishResult
 	err := s.write(ctx, what, func(tx *sql.Tx, now int64) error {
-		out = make([]queue.FinishResult, len(attempts))
-		for i, a := range attempts {
-			r, err := endAttempt(tx, now, a, release)
-			if err != nil {
-				return err
-			}
-			out[i] = r
-		}
-		return nil
+		var err error
+		out, err = endAllTx(tx, now, attempts, release)
+		return err
 	})
 	return out, err
+}
+
+// endAllTx ends attempts inside the caller's write transaction.
+func endAllTx(tx *sql.Tx, now int64, attempts []queue.Attempt, release bool) ([]queue.FinishResult, error) {
+	out := make([]queue.FinishResult, len(attempts))
+	for i, a := range attempts {
+		r, err := endAttempt(tx, now, a, release)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
 }
 
 // endAttempt moves one held task on and writes its execution-log row. A lease
@@ -181,9 +188,6 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 		res, err = endAttempt(tx, now, a, false)
 		if err != nil {
 			return err
-		}
-		if res.Err == nil {
-			queue.RunCommitHook(ctx)
 		}
 		return res.Err // a lost lease rolls the body back
 	})

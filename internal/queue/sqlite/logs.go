@@ -10,11 +10,6 @@ import (
 	"readpast/internal/queue"
 )
 
-var (
-	_ queue.LogStore           = (*Store)(nil)
-	_ queue.QueueSettingsStore = (*Store)(nil)
-)
-
 const attemptColumns = `id, task_id, attempt, queue, node, worker, session_id, started_at,
 	finished_at, duration_ms, outcome, error, rows_affected, messages`
 
@@ -120,7 +115,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 	return n, err
 }
 
-// QueueSettings implements queue.QueueSettingsStore.
+// QueueSettings implements queue.Store.
 func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by FROM readpast_queues ORDER BY name`)
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 	"readpast/internal/queue"
 )
 
-var _ queue.NodeStore = (*Store)(nil)
-
 // RegisterNode implements queue.NodeStore.
 func (s *Store) RegisterNode(ctx context.Context, n queue.Node) error {
 	return s.write(ctx, "registering node "+n.ID, func(tx *sql.Tx, now int64) error {

@@ -76,6 +76,16 @@ func escapePath(p string) string {
 // Dialect implements queue.Store.
 func (s *Store) Dialect() string { return dialect }
 
+// Capabilities implements queue.Store: no LISTEN (nodes poll), and one writer
+// at a time.
+func (s *Store) Capabilities() queue.Capabilities { return queue.Capabilities{} }
+
+// Listen implements queue.Listener: SQLite cannot push enqueues to other
+// processes, so nodes poll.
+func (s *Store) Listen(context.Context, func(string)) error {
+	return fmt.Errorf("sqlite: listening for enqueues: %w", queue.ErrNotSupported)
+}
+
 // Close implements queue.Store.
 func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())

@@ -26,48 +26,24 @@ const (
 )
 
 // Claim leases up to p.Limit claimable tasks of p.Queue in one round trip (one
-// T-SQL batch that begins and commits its own transaction). When ctx carries a
-// claim hook (queue.WithClaimHook) the same statements run inside a *sql.Tx
-// instead, and the hook runs after them, before the commit.
+// T-SQL batch that begins and commits its own transaction).
 func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, error) {
 	if err := checkClaim(p); err != nil {
 		return nil, err
 	}
-	withHook := queue.HasClaimHook(ctx)
 	var tasks []*queue.Task
 	err := retryDeadlock(ctx, func() error {
 		token, err := newLeaseToken()
 		if err != nil {
 			return err
 		}
-		args := claimArgs(p, token)
-		if withHook {
-			tasks, err = s.claimWithHook(ctx, args)
-		} else {
-			tasks, err = queryTasks(ctx, s.db, claimBatch.text, args...)
-		}
+		tasks, err = queryTasks(ctx, s.db, claimBatch.text, claimArgs(p, token)...)
 		return err
 	})
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("claiming from queue %q", p.Queue), err)
 	}
 	return tasks, nil
-}
-
-// claimWithHook runs the claim in an explicit transaction so the hook can run
-// between the claim and its commit, with every lock still held.
-func (s *Store) claimWithHook(ctx context.Context, args []any) ([]*queue.Task, error) {
-	var tasks []*queue.Task
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		tasks, err = queryTasks(ctx, tx, claimInTx.text, args...)
-		if err != nil {
-			return err
-		}
-		queue.RunClaimHook(ctx)
-		return nil
-	})
-	return tasks, err
 }
 
 // claimArgs binds the claim batch's parameters.

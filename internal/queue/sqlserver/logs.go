@@ -9,11 +9,6 @@ import (
 	"readpast/internal/queue"
 )
 
-var (
-	_ queue.LogStore           = (*Store)(nil)
-	_ queue.QueueSettingsStore = (*Store)(nil)
-)
-
 // maxPurgeBatch bounds one purge transaction.
 const maxPurgeBatch = 10000
 

@@ -9,8 +9,6 @@ import (
 	"readpast/internal/queue"
 )
 
-var _ queue.NodeStore = (*Store)(nil)
-
 // RegisterNode inserts or replaces the node's row, started and heartbeating now.
 func (s *Store) RegisterNode(ctx context.Context, n queue.Node) error {
 	if err := checkNodeID(n.ID); err != nil {

@@ -1,10 +1,10 @@
 package sqlserver
 
-// The claim (docs/QUEUE.md, "Claiming"). claimCore runs inside a transaction:
-// claimBatch brackets it with BEGIN TRAN / COMMIT for the one-round-trip path;
-// claimInTx is sent inside a *sql.Tx when a claim hook must run before commit.
-// Both end with claimResult, which reads the table variable @out and so is the
-// last thing the batch sends: no error can arrive after its rows.
+// The claim (docs/QUEUE.md, "Claiming"): claimCore bracketed by BEGIN TRAN /
+// COMMIT TRAN, one round trip, ending with claimResult, which reads the table
+// variable @out and so is the last thing the batch sends: no error can arrive
+// after its rows. Store.Hold sends the same batch inside an outer BEGIN TRAN,
+// so its COMMIT only leaves the nested level and the locks stay held.
 //
 // Parameters: @queue nvarchar, @owner nvarchar, @limit int (1-1000), @scan int
 // (rows the candidate read may return), @lease_ms int, @token bigint (random,
@@ -227,11 +227,4 @@ var claimBatch = query{
 	name:   "claim",
 	text:   claimPrologue + "BEGIN TRAN;\n" + claimCore + "\nCOMMIT TRAN;\n" + claimResult,
 	params: []string{"queue", "owner", "limit", "scan", "lease_ms", "token"},
-}
-
-// claimInTx is the claim sent inside an open *sql.Tx; the caller commits.
-var claimInTx = query{
-	name:   "claim-in-tx",
-	text:   claimPrologue + claimCore + claimResult,
-	params: claimBatch.params,
 }

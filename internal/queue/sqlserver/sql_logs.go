@@ -1,7 +1,7 @@
 package sqlserver
 
 // The execution log and retention (queue.LogStore), and the cheap settings
-// read (queue.QueueSettingsStore).
+// read (queue.QueueStore).
 
 // attemptsQuery is a keyset page of the execution log, newest first. Each
 // filter is off when its parameter is NULL (@task_id, @before: 0); OPTION

@@ -61,7 +61,6 @@ func allBoundQueries(t *testing.T) []boundQuery {
 	}
 	return []boundQuery{
 		{claimBatch, claim},
-		{claimInTx, claim},
 		{finishBatch, finish},
 		{finishInTx, finish},
 		{expiredLeases, limitArgs(10)},

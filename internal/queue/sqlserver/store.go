@@ -56,6 +56,18 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 // Dialect returns "sqlserver".
 func (s *Store) Dialect() string { return Dialect }
 
+// Capabilities implements queue.Store: claimers read past each other's locked
+// rows (READPAST); there is no push of enqueues to other nodes, which poll.
+func (s *Store) Capabilities() queue.Capabilities {
+	return queue.Capabilities{ConcurrentWriters: true}
+}
+
+// Listen implements queue.Listener: SQL Server has no LISTEN/NOTIFY that a
+// plain login can use (Service Broker needs setup a DBA must own), so nodes poll.
+func (s *Store) Listen(context.Context, func(string)) error {
+	return fmt.Errorf("sqlserver: listening for enqueues: %w", queue.ErrNotSupported)
+}
+
 // Close releases the store's connections.
 func (s *Store) Close() error { return s.db.Close() }
 
@@ -107,17 +119,4 @@ func (s *Store) withMigrateDriver(ctx context.Context, fn func(database.Driver) 
 		err = fmt.Errorf("sqlserver: closing the migration driver: %w", cerr)
 	}
 	return err
-}
-
-// inTx runs fn in one transaction and commits it, rolling back on error.
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }

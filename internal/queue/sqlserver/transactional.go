@@ -140,8 +140,6 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a *queue.Attempt, batc
 	if res.Err != nil {
 		return res, nil, nil // lease lost: the deferred rollback undoes the body
 	}
-	// Body and completion ran; nothing is committed yet (tests stop here).
-	queue.RunCommitHook(ctx)
 	if err := tx.Commit(); err != nil {
 		return res, nil, err
 	}

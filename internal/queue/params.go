@@ -1,0 +1,144 @@
+package queue
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ClaimParams says what to claim.
+type ClaimParams struct {
+	Queue         string
+	Owner         string        // who holds the leases, e.g. "node-1/default"
+	Limit         int           // up to this many tasks (1–1000)
+	LeaseDuration time.Duration // the lease runs out this long after the claim
+}
+
+// MaxClaimLimit bounds one claim.
+const MaxClaimLimit = 1000
+
+// HeartbeatResult is what Store.Heartbeat reports.
+type HeartbeatResult struct {
+	Lost            []int64 // leases no longer held: stop working on these
+	CancelRequested []int64 // held, but an operator asked for cancellation
+}
+
+// Attempt is one finished execution of a task, as the worker saw it.
+type Attempt struct {
+	Lease
+	Outcome      Outcome
+	Error        string
+	Node         string
+	Worker       string
+	SessionID    string
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	RowsAffected int64
+	Messages     string
+}
+
+// FinishResult is what became of one task.
+type FinishResult struct {
+	TaskID int64
+	State  State     // the task's state afterwards
+	Retry  time.Time // when State is pending: the next available_at
+	Err    error     // ErrLeaseLost: this attempt changed nothing
+}
+
+// ListParams filters Store.List. Empty fields do not filter.
+type ListParams struct {
+	State  State
+	Queue  string
+	Group  string
+	Chain  string
+	Before int64 // keyset cursor: only ids below this; 0 starts at the newest
+	Limit  int   // 1–1000; 0 means 50
+}
+
+// QueueUpdate changes queue settings; nil fields are left as they are.
+type QueueUpdate struct {
+	Workers         *int
+	MaxRunning      *int
+	ClearMaxRunning bool // remove the cluster-wide limit
+	Paused          *bool
+	Actor           string
+}
+
+// Describe renders the change for the audit log, e.g. "workers=4 paused=true".
+func (u QueueUpdate) Describe() string {
+	var parts []string
+	if u.Workers != nil {
+		parts = append(parts, fmt.Sprintf("workers=%d", *u.Workers))
+	}
+	if u.MaxRunning != nil {
+		parts = append(parts, fmt.Sprintf("max_running=%d", *u.MaxRunning))
+	}
+	if u.ClearMaxRunning {
+		parts = append(parts, "max_running=none")
+	}
+	if u.Paused != nil {
+		parts = append(parts, fmt.Sprintf("paused=%t", *u.Paused))
+	}
+	return strings.Join(parts, " ")
+}
+
+// AttemptRecord is one row of the execution log.
+type AttemptRecord struct {
+	ID           int64
+	TaskID       int64
+	Attempt      int
+	Queue        string
+	Node         string
+	Worker       string
+	SessionID    string
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	Duration     time.Duration
+	Outcome      Outcome
+	Error        string
+	RowsAffected int64
+	Messages     string
+}
+
+// LogQuery filters the execution log. Empty fields do not filter.
+type LogQuery struct {
+	TaskID  int64
+	Queue   string
+	Outcome Outcome
+	Since   time.Time // finished at or after
+	Until   time.Time // finished before
+	Before  int64     // keyset cursor: only rows with id below this; 0 starts at the newest
+	Limit   int       // 1–10000; 0 means 100
+}
+
+// CheckLogQuery validates a log query and returns the effective limit.
+func CheckLogQuery(q LogQuery) (int, error) {
+	if q.Outcome != "" && !q.Outcome.Valid() {
+		return 0, &ValidationError{Field: "outcome", Reason: "is not one of succeeded, failed, timed_out, cancelled, lost"}
+	}
+	if q.Queue != "" {
+		if err := CheckQueueName("queue", q.Queue); err != nil {
+			return 0, err
+		}
+	}
+	switch {
+	case q.Limit == 0:
+		return 100, nil
+	case q.Limit < 0 || q.Limit > 10000:
+		return 0, &ValidationError{Field: "limit", Reason: "use 1 to 10000"}
+	}
+	return q.Limit, nil
+}
+
+// Node is one ReadPast process registered in the store.
+type Node struct {
+	ID          string
+	Hostname    string
+	PID         int
+	Version     string
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	StoppedAt   time.Time // zero while it runs
+	Info        string    // JSON: the node's pools and what each worker runs
+	Gone        bool      // stopped, or silent for longer than the gone-after threshold
+}
