@@ -45,6 +45,22 @@ type FinishResult struct {
 	Err    error     // ErrLeaseLost: this attempt changed nothing
 }
 
+// TxResult is what Store.RunTransactional did.
+type TxResult struct {
+	// Committed: the body and the attempt's completion committed together;
+	// Finish says what became of the task.
+	Committed bool
+	Finish    FinishResult
+	// What the body reported, as far as it got: the session it ran in, the
+	// rows its statements affected, its messages (PRINT, RAISERROR, NOTICE).
+	SessionID    string
+	RowsAffected int64
+	Messages     string
+	// BodyErr is why the body's work was rolled back without a record: its
+	// own error, its context's end, or what it did to its session.
+	BodyErr error
+}
+
 // ListParams filters Store.List. Empty fields do not filter.
 type ListParams struct {
 	State  State

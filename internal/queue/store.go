@@ -60,11 +60,21 @@ type TaskStore interface {
 	// Release gives running tasks back at once (node shutdown): the attempt is
 	// logged with its outcome and the task is pending again without back-off.
 	Release(ctx context.Context, attempts []Attempt) ([]FinishResult, error)
-	// RunTransactional runs body on the store's own database and records the
-	// attempt as succeeded in the same transaction, so its effect commits exactly
-	// once. If the body fails (or the lease was lost) the transaction rolls back;
-	// a failed body is then recorded as a failed attempt.
-	RunTransactional(ctx context.Context, a Attempt, body string) (FinishResult, error)
+	// RunTransactional runs body on the store's own database, in a session of
+	// its own, and records the attempt a as succeeded in the same transaction,
+	// so the body's effect and the completion commit exactly once together.
+	// Between the body and the completion the session is restored to a fixed
+	// state, and the transaction must be the one that was opened
+	// (docs/WORKERS.md, "What a body may do to its session").
+	//
+	// When the body fails, is stopped (ctx ends), or leaves the session in a
+	// state the completion cannot run in, everything rolls back and nothing is
+	// recorded: the result's BodyErr says why, and the caller records the
+	// attempt as it records any other (Finish or Release). When the lease was
+	// lost the body is rolled back too and the error is ErrLeaseLost. Any other
+	// error is the store's: whether the commit happened is then unknown, and
+	// recording the attempt through Finish is safe either way (fencing).
+	RunTransactional(ctx context.Context, a Attempt, body string) (TxResult, error)
 	// ReclaimExpired takes back up to limit running tasks whose lease expired;
 	// each counts as an attempt with outcome lost.
 	ReclaimExpired(ctx context.Context, limit int) ([]FinishResult, error)

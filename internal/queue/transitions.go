@@ -9,9 +9,14 @@ import (
 // AfterAttempt decides what a task becomes when an attempt ends with outcome o
 // (docs/QUEUE.md, the state machine). attempts counts the attempt that just
 // ended; retryBase is the attempts made before the last manual retry. release
-// is true for a graceful-shutdown release. retryIn is the back-off when the
-// result is pending (0 for a release).
-func AfterAttempt(o Outcome, attempts, retryBase, maxAttempts int, release bool) (next State, retryIn time.Duration) {
+// is true for a graceful-shutdown release. cancelRequested is the task's flag:
+// an operator asked it to stop, so it ends cancelled however the attempt ended
+// (a release or a reclaim must not put it back to run again). retryIn is the
+// back-off when the result is pending (0 for a release).
+func AfterAttempt(o Outcome, attempts, retryBase, maxAttempts int, release, cancelRequested bool) (next State, retryIn time.Duration) {
+	if cancelRequested {
+		return StateCancelled, 0
+	}
 	if release {
 		return StatePending, 0
 	}
@@ -68,6 +73,9 @@ type WaitInfo struct {
 	QueuePaused  bool
 	QueueMax     *int
 	QueueRunning int
+	// WriterBusy: a transactional task holds SQLite's one writer, and
+	// transactional tasks run there one at a time.
+	WriterBusy bool
 }
 
 // Why renders the reasons, most fundamental first, joined by "; ". It is empty
@@ -85,6 +93,9 @@ func (w WaitInfo) Why() string {
 	}
 	if w.Group != "" && w.GroupRunning >= w.GroupMax {
 		r = append(r, fmt.Sprintf("group %s is full (%d of %d running)", w.Group, w.GroupRunning, w.GroupMax))
+	}
+	if w.WriterBusy {
+		r = append(r, "another transactional task holds the SQLite writer (they run one at a time there)")
 	}
 	if w.QueueMax != nil && w.QueueRunning >= *w.QueueMax {
 		r = append(r, fmt.Sprintf("queue %s is at max_running (%d of %d running)", w.Queue, w.QueueRunning, *w.QueueMax))

@@ -1,11 +1,10 @@
-package target
+package target_test
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 
-	"readpast/internal/testpg"
+	"readpast/internal/target"
+	"readpast/internal/testenv"
 )
 
 // BenchmarkRunNoop is the target's share of one task on the hot path: take a
@@ -13,16 +12,10 @@ import (
 // PostgreSQL the reset travels with the body: one round trip). Parallel, as
 // a node's workers run.
 func BenchmarkRunNoop(b *testing.B) {
-	for _, d := range []struct {
-		name string
-		dsn  func(b *testing.B) string
-	}{
-		{"sqlite", func(b *testing.B) string { return filepath.Join(b.TempDir(), "t.db") }},
-		{"postgres", func(b *testing.B) string { return testpg.Shared(b).NewDatabase(b) }},
-	} {
-		b.Run(d.name, func(b *testing.B) {
-			ctx := context.Background()
-			tgt, err := Open(ctx, d.dsn(b))
+	for _, d := range testenv.Dialects() {
+		b.Run(string(d), func(b *testing.B) {
+			e := &testenv.Env{Dialect: d, DSN: testenv.NewDSN(b, d)}
+			tgt, err := target.Open(b.Context(), e.DSN)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -31,7 +24,7 @@ func BenchmarkRunNoop(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := tgt.Run(ctx, "SELECT 1", nil); err != nil {
+					if _, err := tgt.Run(b.Context(), "SELECT 1", nil); err != nil {
 						b.Error(err)
 						return
 					}

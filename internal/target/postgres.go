@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
-	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlrun"
 )
 
 // defaultTargetConns caps the target pool unless the DSN sets pool_max_conns:
@@ -22,8 +21,8 @@ const defaultTargetConns = 100
 
 type postgresTarget struct {
 	pool *pgxpool.Pool
-	// collectors routes each connection's NOTICEs to the execution running on it.
-	collectors sync.Map // *pgconn.PgConn → *messages
+	// notices routes each connection's NOTICEs to the execution running on it.
+	notices sqlrun.NoticeRouter
 }
 
 func openPostgres(ctx context.Context, dsn string) (*postgresTarget, error) {
@@ -39,11 +38,7 @@ func openPostgres(ctx context.Context, dsn string) (*postgresTarget, error) {
 		cfg.MaxConns = defaultTargetConns
 	}
 	t := &postgresTarget{}
-	cfg.ConnConfig.OnNotice = func(c *pgconn.PgConn, n *pgconn.Notice) {
-		if m, ok := t.collectors.Load(c); ok {
-			m.(*messages).add(n.Severity + ": " + n.Message)
-		}
-	}
+	cfg.ConnConfig.OnNotice = t.notices.Handle
 	// On cancel or timeout, send a cancel request at once so the server stops the
 	// statement (closing the socket alone leaves pg_sleep running); give it two
 	// seconds before the socket deadline breaks the connection.
@@ -75,16 +70,15 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 	if onSession != nil {
 		onSession(res.SessionID)
 	}
-	msgs := &messages{}
-	t.collectors.Store(pg, msgs)
+	msgs := &sqlrun.Messages{}
+	stopNotices := t.notices.Listen(pg, msgs)
 	// On cancel or timeout a cancel request stops the statement on the server;
 	// two seconds later the socket deadline breaks a read that still waits.
-	watch := ctxwatch.NewContextWatcher(&pgconn.CancelRequestContextWatcherHandler{Conn: pg, DeadlineDelay: 2 * time.Second})
-	watch.Watch(ctx)
+	unwatch := sqlrun.WatchPostgres(ctx, pg)
 	reset := false // whether DISCARD ALL ran and succeeded
 	defer func() {
-		watch.Unwatch()
-		t.collectors.Delete(pg)
+		unwatch()
+		stopNotices()
 		res.Messages = msgs.String()
 		if leftOpen := releasePostgres(ctx, conn, reset); leftOpen && err == nil {
 			err = errOpenTransaction
@@ -99,18 +93,20 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 		if last {
 			queries = append(queries, resetSession)
 		}
-		out, ioErr := exchange(pg, queries...)
+		out, ioErr := sqlrun.ExchangePostgres(pg, queries...)
+		if ctx.Err() != nil {
+			// Stopped by its deadline or a cancel: say so, not the server's
+			// "canceling statement due to user request".
+			return res, fmt.Errorf("batch %d: %w", i+1, context.Cause(ctx))
+		}
 		if ioErr != nil {
-			if ctx.Err() != nil {
-				return res, fmt.Errorf("batch %d: %w", i+1, context.Cause(ctx))
-			}
 			return res, fmt.Errorf("batch %d: %w", i+1, ioErr)
 		}
-		res.RowsAffected += out[0].rows
+		res.RowsAffected += out[0].Rows
 		if last {
-			reset = out[1].err == nil
+			reset = out[1].Err == nil
 		}
-		if err := out[0].err; err != nil {
+		if err := out[0].Err; err != nil {
 			return res, fmt.Errorf("batch %d: %w", i+1, err)
 		}
 	}
@@ -120,50 +116,6 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 // resetSession undoes what a body may have changed in its session: settings,
 // temporary tables, advisory locks, LISTENs, prepared statements, cursors.
 const resetSession = "DISCARD ALL"
-
-// queryOutcome is what one simple query returned.
-type queryOutcome struct {
-	rows int64 // rows affected, summed over its statements
-	err  error // the first error the server reported, if any
-}
-
-// exchange writes the queries in one go (simple query protocol, pipelined) and
-// reads until the last one is done. Result rows are read and dropped, never
-// held. The error is set only when the connection itself failed.
-func exchange(pg *pgconn.PgConn, queries ...string) ([]queryOutcome, error) {
-	fe := pg.Frontend()
-	for _, q := range queries {
-		fe.SendQuery(&pgproto3.Query{String: q})
-	}
-	if err := fe.Flush(); err != nil {
-		return nil, err
-	}
-	out := make([]queryOutcome, len(queries))
-	for i := 0; i < len(queries); {
-		msg, err := pg.ReceiveMessage(context.Background()) // Run's watcher covers the whole exchange
-		if err != nil {
-			return out, err
-		}
-		switch m := msg.(type) {
-		case *pgproto3.CommandComplete:
-			out[i].rows += pgconn.NewCommandTag(string(m.CommandTag)).RowsAffected()
-		case *pgproto3.ErrorResponse:
-			if out[i].err == nil {
-				out[i].err = pgconn.ErrorResponseToPgError(m)
-			}
-		case *pgproto3.CopyInResponse:
-			// A task has no client to stream rows from; the server ends the COPY
-			// with this as its error.
-			fe.Send(&pgproto3.CopyFail{Message: "COPY FROM STDIN is not available to a task body: use COPY FROM a server file or INSERT"})
-			if err := fe.Flush(); err != nil {
-				return out, err
-			}
-		case *pgproto3.ReadyForQuery:
-			i++
-		}
-	}
-	return out, nil
-}
 
 // releasePostgres gives the connection back to the pool clean for the next
 // body, or closes it when that cannot be done. reset says the pipelined

@@ -22,6 +22,10 @@ func openSQLite(ctx context.Context, path string) (*sqliteTarget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)
 	}
+	// A connection per run, closed after it: what a body does to its
+	// connection (PRAGMAs, temporary tables, attached files) ends with it.
+	// Opening a SQLite connection is a file open, cheap next to a network login.
+	db.SetMaxIdleConns(0)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)
@@ -40,7 +44,7 @@ func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(stri
 	if err != nil {
 		return res, fmt.Errorf("connecting to the target: %w", err)
 	}
-	defer conn.Close()
+	defer conn.Close() // closes it: the pool keeps no idle connection
 	if onSession != nil {
 		onSession("")
 	}

@@ -135,3 +135,12 @@ func randomHex(t testing.TB, n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// SkipOnBabelfish skips t when the Env's server is Babelfish, saying which of
+// its documented deviations from SQL Server the test depends on.
+func (e *Env) SkipOnBabelfish(t *testing.T, deviation string) {
+	t.Helper()
+	if e.Dialect == SQLServer && IsBabelfish(t, e.DSN) {
+		t.Skip("Babelfish deviates from SQL Server here (docs/SQLSERVER.md): " + deviation)
+	}
+}

@@ -143,3 +143,18 @@ func (e *Env) WaitState(t *testing.T, id int64, want queue.State, within time.Du
 	}, within, 20*time.Millisecond, "task %d did not reach %s within %s (last: %+v)", id, want, within, got)
 	return got
 }
+
+// ForEachDialectDSN runs fn as a parallel subtest per dialect of Dialects,
+// each with a fresh, empty database and no store: for tests of the target
+// executors, which need no schema.
+func ForEachDialectDSN(t *testing.T, fn func(t *testing.T, e *Env)) {
+	t.Helper()
+	for _, d := range Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			t.Cleanup(cancel)
+			fn(t, &Env{Ctx: ctx, Dialect: d, DSN: NewDSN(t, d)})
+		})
+	}
+}

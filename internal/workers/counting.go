@@ -90,11 +90,11 @@ func (c *countingStore) Release(ctx context.Context, a []queue.Attempt) ([]queue
 	return res, err
 }
 
-func (c *countingStore) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.FinishResult, error) {
+func (c *countingStore) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
 	c.n.Calls.Add(1)
 	res, err := c.Store.RunTransactional(ctx, a, body)
-	if err == nil {
-		c.n.ended([]queue.FinishResult{res})
+	if err == nil && res.Committed {
+		c.n.ended([]queue.FinishResult{res.Finish})
 	}
 	return res, err
 }

@@ -15,8 +15,11 @@ const sessionDelay = time.Second
 // run executes one claimed task and has its end recorded. When the end goes to
 // the finisher, run calls handOff just before (the slot is free from then on),
 // returns true, and the finisher calls ended once the end is written or given
-// up. A transactional task ends inside its own transaction, before run returns
-// false; so does a task whose lease was lost.
+// up. A transactional task that committed ended inside its own transaction,
+// and run returns false; so does a task whose lease was lost. Every other
+// attempt, transactional or not, gets its outcome from the same rule
+// (outcome: the cause that stopped it, else the body's error) and the same
+// record (a release at shutdown, a finish otherwise).
 func (n *Node) run(ctx context.Context, e *execution, handOff func(), ended func(*execution)) (handedOff bool) {
 	t := e.task
 	if t.Timeout > 0 {
@@ -36,15 +39,37 @@ func (n *Node) run(ctx context.Context, e *execution, handOff func(), ended func
 	defer showSession.Stop()
 
 	a := queue.Attempt{Lease: t.Lease(), Node: n.cfg.NodeID, Worker: e.worker, StartedAt: e.started}
+	var runErr error
 	if t.Transactional && n.cfg.TargetIsStore {
 		res, err := n.store.RunTransactional(ctx, a, t.Body)
-		n.cfg.Observer.Finished(t.Queue, transactionalOutcome(res, err), time.Since(a.StartedAt))
-		n.logEnd(res, err)
-		return false
+		switch {
+		case errors.Is(err, queue.ErrLeaseLost):
+			n.cfg.Observer.Finished(t.Queue, queue.OutcomeLost, time.Since(a.StartedAt))
+			n.log.Warn("transactional task rolled back: the lease was lost", "task", t.ID)
+			return false
+		case err == nil && res.Committed:
+			n.cfg.Observer.Finished(t.Queue, queue.OutcomeSucceeded, time.Since(a.StartedAt))
+			n.logEnd(res.Finish, nil)
+			return false
+		}
+		// Rolled back, or the store failed: recorded below like any attempt.
+		// After a store error the commit may have happened; the fenced finish
+		// then changes nothing.
+		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+		switch {
+		case err != nil:
+			runErr = err
+		case res.BodyErr != nil:
+			runErr = res.BodyErr
+		default: // a store that neither committed nor said why: never a success
+			runErr = errors.New("the transactional body was rolled back")
+		}
+	} else {
+		res, err := n.target.Run(ctx, t.Body, e.setSession)
+		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+		runErr = err
 	}
-	res, runErr := n.target.Run(ctx, t.Body, e.setSession)
 	a.FinishedAt = time.Now()
-	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
 	a.Outcome, a.Error = outcome(ctx, runErr)
 	n.cfg.Observer.Finished(t.Queue, a.Outcome, a.FinishedAt.Sub(a.StartedAt))
 	if errors.Is(context.Cause(ctx), errLeaseLost) {
@@ -52,9 +77,6 @@ func (n *Node) run(ctx context.Context, e *execution, handOff func(), ended func
 		return false
 	}
 	release := errors.Is(context.Cause(ctx), errShutdown)
-	if release {
-		a.Error = errShutdown.Error()
-	}
 	handOff()
 	n.finisher.submit(a, release, func(res queue.FinishResult) {
 		n.logEnd(res, res.Err)
@@ -72,15 +94,4 @@ func (n *Node) logEnd(res queue.FinishResult, err error) {
 	default:
 		n.log.Debug("attempt recorded", "task", res.TaskID, "state", res.State)
 	}
-}
-
-// transactionalOutcome names what a transactional run ended as, for metrics.
-func transactionalOutcome(res queue.FinishResult, err error) queue.Outcome {
-	switch {
-	case errors.Is(err, queue.ErrLeaseLost):
-		return queue.OutcomeLost
-	case err == nil && res.State == queue.StateSucceeded:
-		return queue.OutcomeSucceeded
-	}
-	return queue.OutcomeFailed
 }

@@ -20,11 +20,14 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, 
 	if err := queue.CheckClaim(p); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, claimSQL, claimArgs(p)...)
-	if err != nil {
-		return nil, wrap(err, "claiming from queue %s", p.Queue)
-	}
-	tasks, err := scanTasks(rows)
+	var tasks []*queue.Task
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
+		rows, err := c.Query(ctx, claimSQL, claimArgs(p)...)
+		if err == nil {
+			tasks, err = scanTasks(rows)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, wrap(err, "claiming from queue %s", p.Queue)
 	}

@@ -14,7 +14,9 @@ const cancelSQL = `SELECT out_found, out_changed, out_state FROM readpast_cancel
 func (s *Store) Cancel(ctx context.Context, id int64, actor string) (queue.State, error) {
 	var found, changed bool
 	var state *string
-	err := s.pool.QueryRow(ctx, cancelSQL, id, actor).Scan(&found, &changed, &state)
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
+		return c.QueryRow(ctx, cancelSQL, id, actor).Scan(&found, &changed, &state)
+	})
 	switch {
 	case err != nil:
 		return "", wrap(err, "cancelling task %d", id)
@@ -31,8 +33,10 @@ func (s *Store) Cancel(ctx context.Context, id int64, actor string) (queue.State
 func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 	var found, changed bool
 	var state *string
-	err := s.pool.QueryRow(ctx, `SELECT out_found, out_changed, out_state FROM readpast_retry($1, $2)`, id, actor).
-		Scan(&found, &changed, &state)
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
+		return c.QueryRow(ctx, `SELECT out_found, out_changed, out_state FROM readpast_retry($1, $2)`, id, actor).
+			Scan(&found, &changed, &state)
+	})
 	switch {
 	case err != nil:
 		return wrap(err, "retrying task %d", id)
@@ -51,7 +55,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 	if err := queue.CheckQueueUpdate(name, u); err != nil {
 		return nil, err
 	}
-	_, err := s.pool.Exec(ctx, `WITH q AS (
+	err := s.exec(ctx, `WITH q AS (
 			INSERT INTO readpast_queues AS q (name, workers, max_running, paused, updated_by)
 			VALUES ($1, $2, $3, coalesce($5, false), $6)
 			ON CONFLICT (name) DO UPDATE SET
@@ -81,7 +85,7 @@ func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, 
 	if err := queue.CheckGroupLimit(name, maxRunning); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `WITH g AS (
+	err := s.exec(ctx, `WITH g AS (
 			INSERT INTO readpast_groups AS g (name, max_running, updated_by) VALUES ($1, $2, $3)
 			ON CONFLICT (name) DO UPDATE SET max_running = $2, updated_at = now(), updated_by = $3
 			RETURNING name)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Enqueue implements queue.Store: every task is validated first, then the batch
@@ -17,22 +19,16 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, er
 	if err != nil {
 		return nil, err
 	}
-	n := len(tasks)
-	rows, err := s.pool.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
-	if err != nil {
-		return nil, wrap(err, "enqueueing %d tasks", n)
-	}
-	ids := make([]int64, 0, n)
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, wrap(err, "enqueueing %d tasks: reading ids", n)
+	var ids []int64
+	err = s.write(ctx, func(ctx context.Context, c conn) error {
+		rows, err := c.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
+		if err == nil {
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap(err, "enqueueing %d tasks", n)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "enqueueing %d tasks", len(tasks))
 	}
 	return ids, nil
 }

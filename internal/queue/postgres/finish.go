@@ -29,7 +29,7 @@ func (s *Store) Finish(ctx context.Context, attempts []queue.Attempt) ([]queue.F
 	if err := checkOutcomes(attempts); err != nil {
 		return nil, err
 	}
-	out, err := endAttempts(ctx, s.pool, modeFinish, attempts)
+	out, err := s.end(ctx, modeFinish, attempts)
 	return out, wrap(err, "finishing %d attempts", len(attempts))
 }
 
@@ -38,7 +38,7 @@ func (s *Store) Release(ctx context.Context, attempts []queue.Attempt) ([]queue.
 	if err := checkOutcomes(attempts); err != nil {
 		return nil, err
 	}
-	out, err := endAttempts(ctx, s.pool, modeRelease, attempts)
+	out, err := s.end(ctx, modeRelease, attempts)
 	return out, wrap(err, "releasing %d tasks", len(attempts))
 }
 
@@ -84,7 +84,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 	if len(lost) == 0 {
 		return nil, nil
 	}
-	res, err := endAttempts(ctx, s.pool, modeReclaim, lost)
+	res, err := s.end(ctx, modeReclaim, lost)
 	if err != nil {
 		return nil, wrap(err, "reclaiming %d expired leases", len(lost))
 	}
@@ -100,6 +100,17 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 
 const endSQL = `SELECT out_id, out_state, out_retry_at
 	FROM readpast_end_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+
+// end runs endAttempts as a store write (Store.write).
+func (s *Store) end(ctx context.Context, mode endMode, attempts []queue.Attempt) ([]queue.FinishResult, error) {
+	var out []queue.FinishResult
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
+		var err error
+		out, err = endAttempts(ctx, c, mode, attempts)
+		return err
+	})
+	return out, err
+}
 
 // endAttempts ends the attempts in one call of readpast_end_attempts and returns
 // one result per attempt, in order; ErrLeaseLost marks a lease that was not current.
@@ -154,6 +165,22 @@ func endArgs(mode endMode, attempts []queue.Attempt) []any {
 		ids, tokens, outcomes, errs, nodes, workers, sessions, started, finished, rowsAffected, message}
 }
 
+// heartbeatSQL extends the leases given as parallel arrays of ids and tokens.
+// The rows are locked in id order first, as every writer of several task
+// rows does (migration 000001, "Lock order"): an UPDATE .. FROM unnest locks
+// in join order, and against a finish of the same tasks that deadlocks. They
+// are found by primary key, never the partial index of running tasks (see
+// readpast_end_attempts in migration 000002).
+const heartbeatSQL = `WITH held AS MATERIALIZED (
+			SELECT t.id FROM readpast_tasks t JOIN unnest($1::bigint[], $2::bigint[]) AS l(id, token)
+			    ON t.id = l.id AND t.lease_token = l.token
+			 WHERE t.state || '' = 'running'
+			 ORDER BY t.id FOR UPDATE OF t)
+		UPDATE readpast_tasks t
+		SET lease_expires_at = now() + $3 * interval '1 microsecond'
+		FROM held WHERE t.id = held.id
+		RETURNING t.id, t.lease_token, t.cancel_requested`
+
 // Heartbeat implements queue.Store: one statement extends every lease still held.
 func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.Duration) (queue.HeartbeatResult, error) {
 	var res queue.HeartbeatResult
@@ -167,39 +194,29 @@ func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.
 	for i, l := range leases {
 		ids[i], tokens[i] = l.TaskID, l.Token
 	}
-	// The rows are locked in id order first, as every writer of several task
-	// rows does (migration 000001, "Lock order"): an UPDATE .. FROM unnest locks
-	// in join order, and against a finish of the same tasks that deadlocks. They
-	// are found by primary key, never the partial index of running tasks (see
-	// readpast_end_attempts in migration 000002).
-	rows, err := s.pool.Query(ctx, `WITH held AS MATERIALIZED (
-			SELECT t.id FROM readpast_tasks t JOIN unnest($1::bigint[], $2::bigint[]) AS l(id, token)
-			    ON t.id = l.id AND t.lease_token = l.token
-			 WHERE t.state || '' = 'running'
-			 ORDER BY t.id FOR UPDATE OF t)
-		UPDATE readpast_tasks t
-		SET lease_expires_at = now() + $3 * interval '1 microsecond'
-		FROM held WHERE t.id = held.id
-		RETURNING t.id, t.lease_token, t.cancel_requested`, ids, tokens, lease.Microseconds())
-	if err != nil {
-		return res, wrap(err, "heartbeating %d leases", len(leases))
-	}
 	// Keyed by lease, not task: a stale and a current lease of one task may come
 	// in one call.
 	held := make(map[queue.Lease]bool, len(leases))
-	for rows.Next() {
-		var l queue.Lease
-		var cancel bool
-		if err := rows.Scan(&l.TaskID, &l.Token, &cancel); err != nil {
-			rows.Close()
-			return res, wrap(err, "heartbeating %d leases", len(leases))
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
+		rows, err := c.Query(ctx, heartbeatSQL, ids, tokens, lease.Microseconds())
+		if err != nil {
+			return err
 		}
-		held[l] = true
-		if cancel {
-			res.CancelRequested = append(res.CancelRequested, l.TaskID)
+		for rows.Next() {
+			var l queue.Lease
+			var cancel bool
+			if err := rows.Scan(&l.TaskID, &l.Token, &cancel); err != nil {
+				rows.Close()
+				return err
+			}
+			held[l] = true
+			if cancel {
+				res.CancelRequested = append(res.CancelRequested, l.TaskID)
+			}
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return res, wrap(err, "heartbeating %d leases", len(leases))
 	}
 	for _, l := range leases {
@@ -212,7 +229,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.
 
 // SetSession implements queue.Store.
 func (s *Store) SetSession(ctx context.Context, l queue.Lease, sessionID string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE readpast_tasks SET session_id = $3
+	tag, err := s.execTag(ctx, `UPDATE readpast_tasks SET session_id = $3
 		WHERE id = $1 AND lease_token = $2 AND state = 'running'`, l.TaskID, l.Token, sessionID)
 	if err != nil {
 		return wrap(err, "recording the session of task %d", l.TaskID)

@@ -107,7 +107,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 	if batch < 1 || batch > 10000 {
 		return 0, &queue.ValidationError{Field: "batch", Reason: fmt.Sprintf("is %d: use 1 to 10000", batch)}
 	}
-	tag, err := s.pool.Exec(ctx, query, cutoff, batch)
+	tag, err := s.execTag(ctx, query, cutoff, batch)
 	if err != nil {
 		return 0, wrap(err, "%s", what)
 	}

@@ -11,7 +11,7 @@ import (
 // RegisterNode implements queue.NodeStore: the node's row is inserted or
 // replaced, started and heartbeating now by the database clock.
 func (s *Store) RegisterNode(ctx context.Context, n queue.Node) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO readpast_nodes (id, hostname, pid, version, started_at, heartbeat_at, stopped_at, info)
+	err := s.exec(ctx, `INSERT INTO readpast_nodes (id, hostname, pid, version, started_at, heartbeat_at, stopped_at, info)
 		VALUES ($1, $2, $3, $4, now(), now(), NULL, $5)
 		ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid, version = excluded.version,
 			started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, stopped_at = NULL, info = excluded.info`,
@@ -21,7 +21,7 @@ func (s *Store) RegisterNode(ctx context.Context, n queue.Node) error {
 
 // HeartbeatNode implements queue.NodeStore.
 func (s *Store) HeartbeatNode(ctx context.Context, id, info string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE readpast_nodes SET heartbeat_at = now(), info = $2, stopped_at = NULL WHERE id = $1`,
+	tag, err := s.execTag(ctx, `UPDATE readpast_nodes SET heartbeat_at = now(), info = $2, stopped_at = NULL WHERE id = $1`,
 		id, orEmptyJSON(info))
 	if err != nil {
 		return wrap(err, "heartbeating node %s", id)
@@ -34,7 +34,7 @@ func (s *Store) HeartbeatNode(ctx context.Context, id, info string) error {
 
 // StopNode implements queue.NodeStore.
 func (s *Store) StopNode(ctx context.Context, id string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE readpast_nodes SET stopped_at = now(), heartbeat_at = now() WHERE id = $1`, id)
+	err := s.exec(ctx, `UPDATE readpast_nodes SET stopped_at = now(), heartbeat_at = now() WHERE id = $1`, id)
 	return wrap(err, "stopping node %s", id)
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlrun"
 )
 
 const dialect = "postgres"
@@ -34,11 +35,15 @@ const defaultMaxConns = 32
 
 // Store is the PostgreSQL queue.Store. It is safe for concurrent use.
 type Store struct {
-	pool    *pgxpool.Pool
+	pool *pgxpool.Pool
+	// txpool runs transactional bodies (RunTransactional). Its connections
+	// use no named prepared statements (QueryExecModeExec), so each is reset
+	// whole with DISCARD ALL after a body; pool keeps pgx's statement cache.
+	txpool  *pgxpool.Pool
 	conn    *pgx.ConnConfig // a copy for Migrate's short-lived database/sql handle
 	opts    queue.Options
 	log     *slog.Logger
-	notices *noticeRouter
+	notices *sqlrun.NoticeRouter
 	// listenCheck is how long Listen waits for a notification before checking
 	// its connection (listenCheckEvery; tests shorten it).
 	listenCheck time.Duration
@@ -61,8 +66,7 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Store{conn: cfg.ConnConfig.Copy(), opts: opts, log: log, notices: newNoticeRouter(), listenCheck: listenCheckEvery}
-	cfg.ConnConfig.OnNotice = s.notices.handle
+	s := &Store{conn: cfg.ConnConfig.Copy(), opts: opts, log: log, notices: &sqlrun.NoticeRouter{}, listenCheck: listenCheckEvery}
 	// On a cancelled context, ask the server to cancel the statement before
 	// giving up on the socket: a task's timeout must stop its SQL on the server,
 	// not only the wait for it.
@@ -76,6 +80,13 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connecting to the store database: %w", err)
+	}
+	txcfg := cfg.Copy()
+	txcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	txcfg.ConnConfig.OnNotice = s.notices.Handle
+	if s.txpool, err = pgxpool.NewWithConfig(ctx, txcfg); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: opening the transactional pool: %w", err)
 	}
 	s.pool = pool
 	return s, nil
@@ -92,6 +103,7 @@ func (s *Store) Capabilities() queue.Capabilities {
 
 // Close implements queue.Store: it waits for connections in use to come back.
 func (s *Store) Close() error {
+	s.txpool.Close()
 	s.pool.Close()
 	return nil
 }
@@ -106,3 +118,46 @@ func wrap(err error, format string, args ...any) error {
 
 // isNoRows reports whether err is pgx's "no rows in result set".
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// conn is what a write runs its statements on: a connection of the pool.
+type conn = *pgxpool.Conn
+
+// write runs fn on a connection of its own. Waiting for the connection follows
+// ctx; fn itself runs under queue.Detached, so a write that was sent runs to
+// its end and its result is read even when ctx ends meanwhile (a stopping
+// node). A connection whose request that write timeout interrupted is closed,
+// never pooled.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, c conn) error) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	dctx, cancel := queue.Detached(ctx)
+	defer cancel()
+	err = fn(dctx, c)
+	if err != nil && dctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.Hijack().Close(cctx)
+		return err
+	}
+	c.Release()
+	return err
+}
+
+// exec runs one writing statement through write.
+func (s *Store) exec(ctx context.Context, sql string, args ...any) error {
+	_, err := s.execTag(ctx, sql, args...)
+	return err
+}
+
+// execTag runs one writing statement through write and returns its tag.
+func (s *Store) execTag(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
+		var err error
+		tag, err = c.Exec(ctx, sql, args...)
+		return err
+	})
+	return tag, err
+}

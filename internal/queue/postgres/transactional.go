@@ -4,150 +4,184 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlrun"
 )
 
-// RunTransactional implements queue.Store: the body's batches (split on GO lines)
-// and the fenced completion with its log row commit in one transaction, so the
-// body's effect and "succeeded" are recorded exactly once. A lost lease rolls
-// the body back (the result's Err and the error are ErrLeaseLost). A failed body
-// rolls back and is recorded as a failed attempt (timed_out when ctx's deadline
-// passed, cancelled when ctx was cancelled) in a second transaction; that result
-// is returned with a nil error.
-func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.FinishResult, error) {
-	res := queue.FinishResult{TaskID: a.TaskID}
+// RunTransactional implements queue.Store. The body runs on a connection of
+// the transactional pool (txpool), whose connections never hold a named
+// prepared statement, so each can be reset whole with DISCARD ALL when the
+// task ends: nothing the body did to its session (settings, role, temporary
+// tables, advisory locks, LISTENs, cursors) reaches the next task.
+//
+//  1. BEGIN, and the transaction's id (txid_current), in one round trip.
+//  2. The body's batches, each a simple query (a batch may hold several
+//     statements, as in psql); NOTICEs are gathered; ctx's end sends a cancel
+//     request.
+//  3. The session is restored for the completion: RESET ROLE, RESET SESSION
+//     AUTHORIZATION and RESET ALL (search_path, statement_timeout,
+//     lock_timeout, synchronous_commit, session_replication_role and every
+//     other setting, SET LOCAL ones too), in the same round trip as the check
+//     that the transaction is still the one begun in 1 and may write.
+//  4. The completion (readpast_end_attempts, which is pinned to its own
+//     schema, so a temporary table named like ours cannot take its writes).
+//  5. COMMIT and DISCARD ALL, in one round trip.
+//
+// Steps 3 to 5 run under queue.Detached once the body has succeeded: a body
+// that did its work commits with its completion even if ctx ends meanwhile.
+func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
+	var res queue.TxResult
+	batches := queue.SplitGo(body)
+	if len(batches) == 0 {
+		return res, &queue.ValidationError{Field: "body", Reason: "is empty: give the SQL the task runs"}
+	}
 	if a.StartedAt.IsZero() {
 		a.StartedAt = time.Now()
 	}
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.txpool.Acquire(ctx)
 	if err != nil {
 		return res, wrap(err, "running transactional task %d: getting a connection", a.TaskID)
 	}
-	defer conn.Release()
 	pg := conn.Conn().PgConn()
-	messages := s.notices.listen(pg)
+	res.SessionID = strconv.FormatUint(uint64(pg.PID()), 10)
+	clean := false
+	defer func() { releaseTxConn(conn, clean) }()
 
-	tx, err := conn.Begin(ctx)
+	txid, err := beginTx(ctx, pg)
 	if err != nil {
-		messages()
 		return res, wrap(err, "running transactional task %d: beginning", a.TaskID)
 	}
-	rows, bodyErr := runBatches(ctx, pg, queue.SplitGo(body))
-	if bodyErr == nil && pg.TxStatus() != 'T' {
-		// A COMMIT or ROLLBACK in the body ended the store's transaction: the
-		// completion could no longer commit with the body's effect.
-		bodyErr = errors.New("the body ended the transaction (COMMIT or ROLLBACK); a transactional task must leave that to ReadPast")
+	msgs := &sqlrun.Messages{}
+	stopNotices := s.notices.Listen(pg, msgs)
+	res.RowsAffected, res.BodyErr = runBody(ctx, pg, batches)
+	stopNotices()
+	res.Messages = msgs.String()
+
+	dctx, cancel := queue.Detached(ctx)
+	defer cancel()
+	if res.BodyErr == nil {
+		res.BodyErr = restoreSession(dctx, pg, txid)
 	}
-	if bodyErr == nil {
-		// The body may have changed search_path or role; the store's own
-		// statements in this transaction must run with the session's settings.
-		if _, err := pg.Exec(ctx, "RESET ALL").ReadAll(); err != nil {
-			bodyErr = fmt.Errorf("restoring the session settings after the body: %w", err)
-		}
-	}
-	a.FinishedAt = time.Now()
-	a.Messages = joinMessages(a.Messages, messages())
-	if bodyErr != nil {
-		s.rollback(conn, "transactional task")
-		return s.recordBodyFailure(ctx, a, bodyErr)
+	if res.BodyErr != nil {
+		res.RowsAffected = 0 // rolled back
+		clean = endTx(pg, "ROLLBACK") == nil
+		return res, nil
 	}
 
-	a.Outcome, a.RowsAffected = queue.OutcomeSucceeded, rows
-	out, err := endAttempts(ctx, tx, modeFinish, []queue.Attempt{a})
+	a.Outcome, a.Error = queue.OutcomeSucceeded, ""
+	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+	a.FinishedAt = time.Now()
+	out, err := endAttempts(dctx, conn, modeFinish, []queue.Attempt{a})
 	if err != nil {
-		s.rollback(conn, "transactional task")
+		clean = endTx(pg, "ROLLBACK") == nil
 		return res, wrap(err, "running transactional task %d: recording success", a.TaskID)
 	}
 	if out[0].Err != nil {
-		s.rollback(conn, "transactional task") // the lease is gone: the body's effect must not commit
-		return out[0], fmt.Errorf("postgres: running transactional task %d: %w", a.TaskID, out[0].Err)
+		// The lease is gone: the body's effect must not commit.
+		clean = endTx(pg, "ROLLBACK") == nil
+		return res, fmt.Errorf("postgres: running transactional task %d: %w", a.TaskID, out[0].Err)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := endTx(pg, "COMMIT"); err != nil {
 		return res, wrap(err, "running transactional task %d: committing", a.TaskID)
 	}
-	s.resetSession(conn.Conn().PgConn())
-	return out[0], nil
+	clean = true
+	res.Committed, res.Finish = true, out[0]
+	return res, nil
 }
 
-// resetSession undoes what a committed body may have left on the pooled
-// connection besides settings (which RESET ALL restored inside the
-// transaction): temporary tables, session advisory locks, LISTENs. A rolled-back
-// body leaves none of them. If the reset fails the connection is closed, and
-// the pool drops it.
-func (s *Store) resetSession(pg *pgconn.PgConn) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err := pg.Exec(ctx, "SELECT pg_advisory_unlock_all(); UNLISTEN *; DISCARD TEMP").ReadAll()
+// beginTx begins the task's transaction and returns its id.
+func beginTx(ctx context.Context, pg *pgconn.PgConn) (string, error) {
+	results, err := pg.Exec(ctx, "BEGIN; SELECT txid_current()::text").ReadAll()
 	if err != nil {
-		s.log.Debug("resetting the session after a transactional task failed; closing the connection", "err", err)
-		_ = pg.Close(ctx)
+		return "", err
 	}
+	return string(results[1].Rows[0][0]), nil
 }
 
-// runBatches runs each batch with the simple protocol (a batch may hold several
-// statements) and adds up the rows every statement reports.
-func runBatches(ctx context.Context, pg *pgconn.PgConn, batches []string) (int64, error) {
-	var rows int64
+// runBody runs the batches in order and stops at the first that fails. A
+// cancel request stops a statement when ctx ends.
+func runBody(ctx context.Context, pg *pgconn.PgConn, batches []string) (rows int64, err error) {
+	stop := sqlrun.WatchPostgres(ctx, pg)
+	defer stop()
 	for i, b := range batches {
-		results, err := pg.Exec(ctx, b).ReadAll()
-		for _, r := range results {
-			rows += r.CommandTag.RowsAffected()
+		out, ioErr := sqlrun.ExchangePostgres(pg, b)
+		if ioErr == nil {
+			rows += out[0].Rows
+			ioErr = out[0].Err
 		}
-		if err != nil {
+		if ctx.Err() != nil {
+			ioErr = context.Cause(ctx)
+		}
+		if ioErr != nil {
 			if len(batches) > 1 {
-				err = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), err)
+				ioErr = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), ioErr)
 			}
-			return 0, err
+			return rows, ioErr
 		}
 	}
 	return rows, nil
 }
 
-// recordBodyFailure records the failed attempt through the normal finish path.
-// It must happen even when ctx is done (a timeout is the usual failure), so it
-// runs detached from ctx's cancellation, bounded by its own timeout.
-func (s *Store) recordBodyFailure(ctx context.Context, a queue.Attempt, bodyErr error) (queue.FinishResult, error) {
-	a.Outcome, a.Error, a.RowsAffected = queue.OutcomeFailed, bodyErr.Error(), 0
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		a.Outcome, a.Error = queue.OutcomeTimedOut, "timed out: "+a.Error
-	case errors.Is(ctx.Err(), context.Canceled):
-		a.Outcome, a.Error = queue.OutcomeCancelled, "cancelled: "+a.Error
+// restoreSession brings the session back to what the completion needs and
+// checks that the body left the transaction it was given open and writable.
+// The error says what the body did.
+func restoreSession(ctx context.Context, pg *pgconn.PgConn, txid string) error {
+	switch pg.TxStatus() {
+	case 'I':
+		return errors.New("the body ended the task's transaction (COMMIT or ROLLBACK): a transactional task's body must leave that to ReadPast, which commits it with the completion")
+	case 'E':
+		return errors.New("the body left its transaction failed (an error it caught, or ignored)")
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	out, err := endAttempts(rctx, s.pool, modeFinish, []queue.Attempt{a})
+	results, err := pg.Exec(ctx, `RESET ROLE; RESET SESSION AUTHORIZATION; RESET ALL;
+SELECT txid_current()::text, current_setting('transaction_read_only')`).ReadAll()
 	if err != nil {
-		return queue.FinishResult{TaskID: a.TaskID}, wrap(err, "running transactional task %d: recording its failure (%v)", a.TaskID, bodyErr)
+		return fmt.Errorf("restoring the session after the body: %w", err)
 	}
-	if out[0].Err != nil {
-		return out[0], fmt.Errorf("postgres: running transactional task %d: %w", a.TaskID, out[0].Err)
+	row := results[len(results)-1].Rows[0]
+	if got := string(row[0]); got != txid {
+		return errors.New("the body committed or rolled back the task's transaction and began another (COMMIT; BEGIN): what it did before that COMMIT is committed without the task's completion")
 	}
-	return out[0], nil
+	if string(row[1]) == "on" {
+		return errors.New("the body made the task's transaction read-only (SET TRANSACTION READ ONLY), so its completion cannot be written")
+	}
+	return nil
 }
 
-func joinMessages(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "\n" + b
-}
-
-// rollback ends a failed transaction on conn, even when the caller's context is
-// done; if it cannot, the pool discards the connection on release, which ends
-// the transaction on the server too.
-func (s *Store) rollback(conn *pgxpool.Conn, what string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// endTx ends the transaction with COMMIT or ROLLBACK and resets the session
+// (DISCARD ALL) in one round trip. A COMMIT that answers ROLLBACK (the
+// transaction had failed) is an error.
+func endTx(pg *pgconn.PgConn, verb string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
-		s.log.Debug("rollback failed; the connection is discarded", "of", what, "err", err)
+	stop := sqlrun.WatchPostgres(ctx, pg)
+	defer stop()
+	out, err := sqlrun.ExchangePostgres(pg, verb, "DISCARD ALL")
+	switch {
+	case err != nil:
+		return err
+	case out[0].Err != nil:
+		return out[0].Err
+	case out[0].Tag != verb:
+		return fmt.Errorf("%s answered %s: the transaction had failed", verb, out[0].Tag)
 	}
+	return out[1].Err
+}
+
+// releaseTxConn returns a connection whose transaction ended and whose session
+// was reset to the pool, and closes any other: the server ends its session,
+// which rolls back whatever it held.
+func releaseTxConn(conn *pgxpool.Conn, clean bool) {
+	if clean && conn.Conn().PgConn().TxStatus() == 'I' {
+		conn.Release()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Hijack().Close(ctx)
 }

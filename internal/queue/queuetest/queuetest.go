@@ -45,6 +45,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"chains", chainTests},
 		{"leases", leaseTests},
 		{"finish", finishTests},
+		{"cancel", cancelTests},
 		{"transactional", transactionalTests},
 		{"reads", readTests},
 		{"settings", settingsTests},

@@ -1,51 +1,246 @@
 package queuetest
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 )
+
+// txProbe is one transactional task: enqueued on a queue of its own, claimed,
+// then run by RunTransactional.
+type txProbe struct {
+	task *queue.Task
+	res  queue.TxResult
+	err  error
+}
+
+// runTx enqueues body as a transactional task on queue q and runs it.
+func runTx(t *testing.T, b bundle, ctx context.Context, q, body string) txProbe {
+	t.Helper()
+	b.enqueue(t, queue.NewTask{Body: body, Queue: q, Transactional: true, MaxAttempts: 1})
+	got := b.claim(t, q, 1)
+	require.Len(t, got, 1)
+	res, err := b.s.RunTransactional(ctx, attempt(got[0], queue.OutcomeSucceeded, ""), body)
+	return txProbe{task: got[0], res: res, err: err}
+}
+
+// requireNothingRecorded checks that a rolled-back run left the task as it
+// was claimed: running under its lease, with no attempt logged.
+func requireNothingRecorded(t *testing.T, b bundle, p txProbe) {
+	t.Helper()
+	task := b.get(t, p.task.ID)
+	require.Equal(t, queue.StateRunning, task.State, "nothing was recorded: the caller records the attempt")
+	require.Equal(t, p.task.LeaseToken, task.LeaseToken)
+	recs, err := b.s.TaskAttempts(b.ctx, p.task.ID)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+}
+
+// notice is a statement that sends msg as a server message on the dialect, or
+// "" where there are none.
+func notice(d testenv.Dialect, msg string) string {
+	switch d {
+	case testenv.Postgres:
+		return "DO $$ BEGIN RAISE NOTICE '" + msg + "'; END $$"
+	case testenv.SQLServer:
+		return "PRINT '" + msg + "';"
+	}
+	return ""
+}
+
+// effects counts the rows of the tests' effect table.
+func effects(t *testing.T, b bundle, tag string) int64 {
+	t.Helper()
+	return b.env.QueryInt(t, "SELECT count(*) FROM fx WHERE tag = '"+tag+"'")
+}
 
 var transactionalTests = map[string]func(*testing.T, Harness){
 	"effect_and_completion_commit_together": func(t *testing.T, h Harness) {
 		b := setup(t, h)
-		// probe runs body as a transactional task and returns what became of it.
-		probe := func(body string) (queue.FinishResult, error) {
-			b.enqueue(t, queue.NewTask{Body: body, Queue: "tx", Transactional: true, MaxAttempts: 1})
-			got := b.claim(t, "tx", 1)
-			require.Len(t, got, 1)
-			return b.s.RunTransactional(b.ctx, attempt(got[0], queue.OutcomeSucceeded, ""), body)
+		body := "CREATE TABLE tx_probe (n int)\nGO\nINSERT INTO tx_probe VALUES (1)"
+		if n := notice(h.Dialect, "hello"); n != "" {
+			body += "\nGO\n" + n
 		}
-		res, err := probe("CREATE TABLE tx_probe (n int)\nGO\nINSERT INTO tx_probe VALUES (1)")
-		require.NoError(t, err)
-		require.Equal(t, queue.StateSucceeded, res.State)
-		recs, err := b.s.TaskAttempts(b.ctx, res.TaskID)
+		p := runTx(t, b, b.ctx, "tx", body)
+		require.NoError(t, p.err)
+		require.NoError(t, p.res.BodyErr)
+		require.True(t, p.res.Committed)
+		require.Equal(t, queue.StateSucceeded, p.res.Finish.State)
+		recs, err := b.s.TaskAttempts(b.ctx, p.task.ID)
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
-		require.Equal(t, int64(1), recs[0].RowsAffected, "rows affected by the body are recorded")
-
-		// A failing body rolls back its earlier batches and is a failed attempt.
-		res, err = probe("CREATE TABLE tx_half (n int)\nGO\nINSERT INTO no_such_table VALUES (1)")
-		require.NoError(t, err)
-		require.Equal(t, queue.StateFailed, res.State)
-		require.NotEmpty(t, b.get(t, res.TaskID).LastError)
-		res, err = probe("CREATE TABLE tx_half (n int)")
-		require.NoError(t, err)
-		require.Equal(t, queue.StateSucceeded, res.State, "the failed body's first batch must have been rolled back")
-
-		// A lost lease rolls the body back: its effect never commits.
+		r := recs[0]
+		require.Equal(t, queue.OutcomeSucceeded, r.Outcome)
+		require.Equal(t, int64(1), r.RowsAffected, "rows affected by the body are recorded")
+		require.False(t, r.FinishedAt.IsZero())
+		if h.Dialect != testenv.SQLite {
+			require.NotEmpty(t, r.SessionID, "the session the body ran on is recorded")
+			require.Equal(t, p.res.SessionID, r.SessionID)
+			require.Contains(t, r.Messages, "hello", "the body's messages are recorded like the ordinary path's")
+		}
+		require.Equal(t, int64(1), b.env.QueryInt(t, "SELECT count(*) FROM tx_probe"))
+	},
+	"failed_body_rolls_back_and_records_nothing": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		p := runTx(t, b, b.ctx, "tx", "CREATE TABLE tx_half (n int)\nGO\nINSERT INTO no_such_table VALUES (1)")
+		require.NoError(t, p.err)
+		require.False(t, p.res.Committed)
+		require.ErrorContains(t, p.res.BodyErr, "batch 2 of 2")
+		requireNothingRecorded(t, b, p)
+		// The caller records it like any attempt.
+		require.Equal(t, queue.StateFailed, b.finish(t, p.task, queue.OutcomeFailed, p.res.BodyErr.Error()).State)
+		p = runTx(t, b, b.ctx, "tx2", "CREATE TABLE tx_half (n int)")
+		require.NoError(t, p.err)
+		require.True(t, p.res.Committed, "the failed body's first batch must have been rolled back: %v", p.res.BodyErr)
+	},
+	"stopped_body_rolls_back_and_records_nothing": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.env.SkipOnBabelfish(t, "no WAITFOR, and an attention does not stop a running statement")
+		b.env.Exec(t, "CREATE TABLE fx (tag varchar(40))")
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		defer cancel()
+		start := time.Now()
+		p := runTx(t, b, ctx, "tx", "INSERT INTO fx VALUES ('stopped')\nGO\n"+testenv.SleepBody(t, h.Dialect, time.Minute))
+		require.Less(t, time.Since(start), 10*time.Second, "the body stops soon after its deadline")
+		require.NoError(t, p.err)
+		require.False(t, p.res.Committed)
+		require.ErrorIs(t, p.res.BodyErr, context.DeadlineExceeded, "the body's error is its context's end")
+		requireNothingRecorded(t, b, p)
+		require.Zero(t, effects(t, b, "stopped"), "the stopped body's effect is rolled back")
+	},
+	"lost_lease_rolls_back": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.env.Exec(t, "CREATE TABLE fx (tag varchar(40))")
 		b.enqueue(t, queue.NewTask{Body: "x", Queue: "tx2", Transactional: true})
 		old, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: "tx2", Owner: "dead", Limit: 1, LeaseDuration: 100 * time.Millisecond})
 		require.NoError(t, err)
 		time.Sleep(400 * time.Millisecond)
 		require.Len(t, mustReclaim(t, b), 1)
-		_, err = b.s.RunTransactional(b.ctx, attempt(old[0], queue.OutcomeSucceeded, ""), "CREATE TABLE tx_lost (n int)")
+		_, err = b.s.RunTransactional(b.ctx, attempt(old[0], queue.OutcomeSucceeded, ""), "INSERT INTO fx VALUES ('lost')")
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
-		res, err = probe("CREATE TABLE tx_lost (n int)")
-		require.NoError(t, err)
-		require.Equal(t, queue.StateSucceeded, res.State, "the fenced-off body must not have committed")
+		require.Zero(t, effects(t, b, "lost"), "the fenced-off body must not have committed")
 	},
+	"hostile_bodies_are_restored_or_refused": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.env.Exec(t, "CREATE TABLE fx (tag varchar(40))")
+		restored, refused := hostileBodies(t, b)
+		for i, body := range restored {
+			tag := fmt.Sprintf("ok%d", i)
+			p := runTx(t, b, b.ctx, "ok"+fmt.Sprint(i), "INSERT INTO fx VALUES ('"+tag+"')\nGO\n"+body)
+			require.NoError(t, p.err, "%q", body)
+			require.NoError(t, p.res.BodyErr, "the store restores what %q changed, and completes", body)
+			require.True(t, p.res.Committed, "%q", body)
+			require.Equal(t, queue.StateSucceeded, b.get(t, p.task.ID).State, "%q", body)
+			require.Equal(t, int64(1), effects(t, b, tag), "%q", body)
+		}
+		for i, c := range refused {
+			tag := fmt.Sprintf("no%d", i)
+			p := runTx(t, b, b.ctx, "no"+fmt.Sprint(i), "INSERT INTO fx VALUES ('"+tag+"')\nGO\n"+c.body)
+			require.NoError(t, p.err, "%q", c.body)
+			require.False(t, p.res.Committed, "%q must not complete", c.body)
+			require.ErrorContains(t, p.res.BodyErr, c.says, "the error says what %q did", c.body)
+			requireNothingRecorded(t, b, p)
+			if !c.committedItself {
+				require.Zero(t, effects(t, b, tag), "%q was rolled back", c.body)
+			}
+			b.finish(t, p.task, queue.OutcomeFailed, p.res.BodyErr.Error()) // as the worker records it
+		}
+		// The store's own sessions were not touched: the shared path works.
+		b.enqueue(t, queue.NewTask{Body: "SELECT 1", Queue: "after", Chain: "after", Stage: 0},
+			queue.NewTask{Body: "SELECT 1", Queue: "after", Chain: "after", Stage: 1})
+		got := b.claim(t, "after", 10)
+		require.Len(t, got, 1)
+		require.Equal(t, queue.StateSucceeded, b.finish(t, got[0], queue.OutcomeSucceeded, "").State)
+		require.Len(t, b.claim(t, "after", 10), 1)
+	},
+	"rowcount_cannot_cut_the_chain_refresh": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		if h.Dialect != testenv.SQLServer {
+			t.Skip("SET ROWCOUNT is T-SQL's")
+		}
+		want := b.enqueue(t, queue.NewTask{Body: "SET ROWCOUNT 1;", Queue: "rc", Chain: "rc", Stage: 0, Transactional: true},
+			queue.NewTask{Body: "SELECT 1", Queue: "rc", Chain: "rc", Stage: 1},
+			queue.NewTask{Body: "SELECT 1", Queue: "rc", Chain: "rc", Stage: 1},
+			queue.NewTask{Body: "SELECT 1", Queue: "rc", Chain: "rc", Stage: 1})
+		got := b.claim(t, "rc", 10)
+		require.Equal(t, []int64{want[0]}, ids(got))
+		res, err := b.s.RunTransactional(b.ctx, attempt(got[0], queue.OutcomeSucceeded, ""), "SET ROWCOUNT 1;")
+		require.NoError(t, err)
+		require.True(t, res.Committed, "%v", res.BodyErr)
+		require.Len(t, b.claim(t, "rc", 10), 3, "every task of the next stage is open, not ROWCOUNT of them")
+	},
+}
+
+// refusedBody is a body the store must not complete, and what its error says.
+type refusedBody struct {
+	body, says      string
+	committedItself bool // the body's own COMMIT made its earlier work permanent
+}
+
+// hostileBodies lists, for the dialect, bodies that change their session in
+// ways the store restores before the completion, and bodies that leave it in
+// a state no completion may run in.
+func hostileBodies(t *testing.T, b bundle) (restored []string, refused []refusedBody) {
+	ended := "ended the task's transaction"
+	another := "began another"
+	switch b.env.Dialect {
+	case testenv.SQLServer:
+		restored = []string{
+			"USE master;",
+			"SET QUOTED_IDENTIFIER OFF;",
+			"SET ANSI_WARNINGS OFF;",
+			"SET ANSI_NULLS OFF; SET CONCAT_NULL_YIELDS_NULL OFF; SET ARITHABORT OFF; SET NUMERIC_ROUNDABORT ON;",
+			"SET LOCK_TIMEOUT 0;",
+			"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;",
+			"SET TRANSACTION ISOLATION LEVEL SNAPSHOT;",
+			"SET DEADLOCK_PRIORITY LOW;",
+			"SET XACT_ABORT OFF; SET IMPLICIT_TRANSACTIONS ON;",
+			"SET NOEXEC ON;",
+		}
+		refused = []refusedBody{
+			{body: "SET XACT_ABORT ON;\nBEGIN TRY\n    SELECT CAST('x' AS int);\nEND TRY\nBEGIN CATCH\n    PRINT 'caught';\nEND CATCH;",
+				says: "uncommittable"},
+			{body: "COMMIT TRAN;", says: ended, committedItself: true},
+			{body: "ROLLBACK TRAN;", says: ended},
+			{body: "COMMIT TRAN;\nBEGIN TRAN;", says: another, committedItself: true},
+			{body: "BEGIN TRAN;", says: "@@TRANCOUNT at 2"},
+			{body: "SET SHOWPLAN_XML ON;", says: "SHOWPLAN"},
+		}
+	case testenv.Postgres:
+		role := "readpast_nobody_" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_"))
+		role = role[:min(len(role), 60)]
+		b.env.Exec(t, fmt.Sprintf(`DO $$ BEGIN CREATE ROLE %s NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`, role))
+		restored = []string{
+			"SET ROLE " + role,
+			"SET search_path = pg_catalog",
+			"SET LOCAL statement_timeout = 1; SET LOCAL lock_timeout = 1",
+			"SET session_replication_role = replica; SET synchronous_commit = off",
+			"CREATE TEMP TABLE readpast_tasks (id bigint, state text, lease_token bigint)",
+		}
+		refused = []refusedBody{
+			{body: "COMMIT", says: ended, committedItself: true},
+			{body: "ROLLBACK", says: ended},
+			{body: "COMMIT; BEGIN", says: another, committedItself: true},
+			{body: "SET TRANSACTION READ ONLY", says: "read-only"},
+		}
+	default:
+		restored = []string{
+			"PRAGMA query_only = 1",
+			"PRAGMA ignore_check_constraints = 1; PRAGMA recursive_triggers = 1",
+		}
+		refused = []refusedBody{
+			{body: "COMMIT", says: ended, committedItself: true},
+			{body: "ROLLBACK", says: ended},
+			{body: "COMMIT; BEGIN", says: ended, committedItself: true},
+			{body: "CREATE TEMP TABLE readpast_tasks (id integer)", says: "named like the store's tables"},
+		}
+	}
+	return restored, refused
 }

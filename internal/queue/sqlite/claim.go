@@ -16,7 +16,7 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, 
 		return nil, err
 	}
 	var out []*queue.Task
-	err := s.write(ctx, "claiming from queue "+p.Queue, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, "claiming from queue "+p.Queue, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var err error
 		out, err = claimTx(ctx, tx, now, p)
 		return err
@@ -85,7 +85,16 @@ func queueRoom(tx *sql.Tx, name string, want int) (int, error) {
 // at most each group's free slots. It reads on in pages while a page's tasks
 // are held back by their groups, so a long run of one group's tasks cannot
 // hide the free tasks behind it.
+//
+// Transactional tasks are admitted one at a time, cluster-wide, as if they
+// shared a group of limit 1: each holds SQLite's one writer for its whole body
+// (transactional.go), so a second one could only wait for it, claimed and
+// with its timeout running, while the first holds the writer.
 func pickCandidates(tx *sql.Tx, q string, now int64, limit int) ([]int64, map[string]int, error) {
+	txFree, err := transactionalFree(tx)
+	if err != nil {
+		return nil, nil, err
+	}
 	free := map[string]int{}
 	perGroup := map[string]int{}
 	var picked []int64
@@ -97,7 +106,7 @@ func pickCandidates(tx *sql.Tx, q string, now int64, limit int) ([]int64, map[st
 	var last *key
 	page := limit*2 + 16
 	for round := 0; round < 20 && len(picked) < limit; round++ {
-		query := `SELECT id, priority, available_at, group_name FROM readpast_tasks INDEXED BY readpast_tasks_claim
+		query := `SELECT id, priority, available_at, group_name, transactional FROM readpast_tasks INDEXED BY readpast_tasks_claim
 			WHERE queue = ? AND state = 'pending' AND chain_wait = 0 AND available_at <= ?
 			  AND (group_name IS NULL OR group_name NOT IN
 			       (SELECT name FROM readpast_groups WHERE running >= max_running))`
@@ -114,12 +123,13 @@ func pickCandidates(tx *sql.Tx, q string, now int64, limit int) ([]int64, map[st
 		}
 		type cand struct {
 			key
-			group sql.NullString
+			group         sql.NullString
+			transactional bool
 		}
 		var cands []cand
 		for rows.Next() {
 			var c cand
-			if err := rows.Scan(&c.id, &c.prio, &c.at, &c.group); err != nil {
+			if err := rows.Scan(&c.id, &c.prio, &c.at, &c.group, &c.transactional); err != nil {
 				rows.Close()
 				return nil, nil, err
 			}
@@ -134,6 +144,9 @@ func pickCandidates(tx *sql.Tx, q string, now int64, limit int) ([]int64, map[st
 			last = &c.key
 			if len(picked) == limit {
 				break
+			}
+			if c.transactional && !txFree {
+				continue
 			}
 			if g := c.group; g.Valid {
 				slots, known := free[g.String]
@@ -150,12 +163,26 @@ func pickCandidates(tx *sql.Tx, q string, now int64, limit int) ([]int64, map[st
 				perGroup[g.String]++
 			}
 			picked = append(picked, c.id)
+			if c.transactional {
+				txFree = false
+			}
 		}
 		if n < page {
 			break
 		}
 	}
 	return picked, perGroup, nil
+}
+
+// transactionalFree reports whether no transactional task runs now.
+func transactionalFree(tx *sql.Tx) (bool, error) {
+	var running bool
+	err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM readpast_tasks INDEXED BY readpast_tasks_running
+		WHERE state = 'running' AND transactional = 1)`).Scan(&running)
+	if err != nil {
+		return false, fmt.Errorf("looking for a running transactional task: %w", err)
+	}
+	return !running, nil
 }
 
 func groupFree(tx *sql.Tx, g string) (int, error) {

@@ -14,7 +14,7 @@ import (
 // Heartbeat implements queue.Store.
 func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.Duration) (queue.HeartbeatResult, error) {
 	var out queue.HeartbeatResult
-	err := s.write(ctx, "heartbeating leases", func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, "heartbeating leases", func(ctx context.Context, tx *sql.Tx, now int64) error {
 		for _, l := range leases {
 			var cancel bool
 			err := tx.QueryRow(`UPDATE readpast_tasks SET lease_expires_at = ?
@@ -36,7 +36,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.
 
 // SetSession implements queue.Store.
 func (s *Store) SetSession(ctx context.Context, l queue.Lease, sessionID string) error {
-	return s.write(ctx, fmt.Sprintf("recording session of task %d", l.TaskID), func(tx *sql.Tx, _ int64) error {
+	return s.write(ctx, fmt.Sprintf("recording session of task %d", l.TaskID), func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		r, err := tx.Exec(`UPDATE readpast_tasks SET session_id = ? WHERE id = ? AND lease_token = ? AND state = 'running'`,
 			sessionID, l.TaskID, l.Token)
 		if err != nil {
@@ -52,7 +52,7 @@ func (s *Store) SetSession(ctx context.Context, l queue.Lease, sessionID string)
 // Cancel implements queue.Store.
 func (s *Store) Cancel(ctx context.Context, id int64, actor string) (queue.State, error) {
 	var st queue.State
-	err := s.write(ctx, fmt.Sprintf("cancelling task %d", id), func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, fmt.Sprintf("cancelling task %d", id), func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var err error
 		st, err = s.cancelTx(tx, now, id, actor)
 		return err
@@ -97,7 +97,7 @@ func (s *Store) cancelTx(tx *sql.Tx, now int64, id int64, actor string) (queue.S
 
 // Retry implements queue.Store.
 func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
-	return s.write(ctx, fmt.Sprintf("retrying task %d", id), func(tx *sql.Tx, now int64) error {
+	return s.write(ctx, fmt.Sprintf("retrying task %d", id), func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var st queue.State
 		var chain sql.NullString
 		var stage int
@@ -135,7 +135,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 	if err := queue.CheckQueueUpdate(name, u); err != nil {
 		return nil, err
 	}
-	err := s.write(ctx, "updating queue "+name, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, "updating queue "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		if _, err := tx.Exec(`INSERT INTO readpast_queues (name, updated_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, name, now); err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, 
 	if err := queue.CheckGroupLimit(name, maxRunning); err != nil {
 		return err
 	}
-	return s.write(ctx, "setting limit of group "+name, func(tx *sql.Tx, now int64) error {
+	return s.write(ctx, "setting limit of group "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		_, err := tx.Exec(`INSERT INTO readpast_groups (name, max_running, updated_at, updated_by) VALUES (?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
 			updated_at = excluded.updated_at, updated_by = excluded.updated_by`, name, maxRunning, now, actor)

@@ -15,7 +15,7 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, er
 		return nil, err
 	}
 	var ids []int64
-	err = s.write(ctx, "enqueueing tasks", func(tx *sql.Tx, now int64) error {
+	err = s.write(ctx, "enqueueing tasks", func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var err error
 		ids, err = enqueueTx(ctx, tx, now, tasks)
 		return err

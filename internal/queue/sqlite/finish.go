@@ -26,7 +26,7 @@ func (s *Store) endAll(ctx context.Context, what string, attempts []queue.Attemp
 		}
 	}
 	var out []queue.FinishResult
-	err := s.write(ctx, what, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, what, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var err error
 		out, err = endAllTx(tx, now, attempts, release)
 		return err
@@ -55,10 +55,11 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 		q                                  string
 		group, chain                       sql.NullString
 		stage, attempts, retryBase, maxAtt int
+		cancelRequested                    bool
 	)
-	err := tx.QueryRow(`SELECT queue, group_name, chain, stage, attempts, retry_base, max_attempts
+	err := tx.QueryRow(`SELECT queue, group_name, chain, stage, attempts, retry_base, max_attempts, cancel_requested
 		FROM readpast_tasks WHERE id = ? AND lease_token = ? AND state = 'running'`, a.TaskID, a.Token).
-		Scan(&q, &group, &chain, &stage, &attempts, &retryBase, &maxAtt)
+		Scan(&q, &group, &chain, &stage, &attempts, &retryBase, &maxAtt, &cancelRequested)
 	if errors.Is(err, sql.ErrNoRows) {
 		res.Err = fmt.Errorf("task %d: %w", a.TaskID, queue.ErrLeaseLost)
 		return res, nil
@@ -66,7 +67,7 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 	if err != nil {
 		return res, fmt.Errorf("reading task %d: %w", a.TaskID, err)
 	}
-	next, retryIn := queue.AfterAttempt(a.Outcome, attempts, retryBase, maxAtt, release)
+	next, retryIn := queue.AfterAttempt(a.Outcome, attempts, retryBase, maxAtt, release, cancelRequested)
 	res.State = next
 	var finished sql.NullInt64
 	available := sql.NullInt64{}
@@ -124,7 +125,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 		limit = 100
 	}
 	var out []queue.FinishResult
-	err := s.write(ctx, "reclaiming expired leases", func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, "reclaiming expired leases", func(ctx context.Context, tx *sql.Tx, now int64) error {
 		rows, err := tx.Query(`SELECT id, lease_token, lease_owner, started_at, session_id FROM readpast_tasks
 			WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`, now, limit)
 		if err != nil {
@@ -159,50 +160,4 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 		return nil
 	})
 	return out, err
-}
-
-// RunTransactional implements queue.Store.
-func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.FinishResult, error) {
-	a.Outcome = queue.OutcomeSucceeded
-	var res queue.FinishResult
-	var bodyErr error
-	err := s.write(ctx, fmt.Sprintf("running transactional task %d", a.TaskID), func(tx *sql.Tx, now int64) error {
-		// total_changes() counts rows written on this connection; sqlite3_changes()
-		// would repeat the last DML's count after a DDL statement.
-		var before, after int64
-		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
-			return err
-		}
-		for _, batch := range queue.SplitGo(body) {
-			if _, err := tx.ExecContext(ctx, batch); err != nil {
-				bodyErr = err
-				return err
-			}
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
-			return err
-		}
-		a.RowsAffected = after - before
-		a.FinishedAt = fromMicros(now)
-		var err error
-		res, err = endAttempt(tx, now, a, false)
-		if err != nil {
-			return err
-		}
-		return res.Err // a lost lease rolls the body back
-	})
-	switch {
-	case err == nil:
-		return res, nil
-	case errors.Is(err, queue.ErrLeaseLost):
-		return res, err
-	case bodyErr == nil:
-		return res, err
-	}
-	a.Outcome, a.Error, a.RowsAffected = queue.OutcomeFailed, bodyErr.Error(), 0
-	out, err := s.Finish(context.WithoutCancel(ctx), []queue.Attempt{a})
-	if err != nil {
-		return queue.FinishResult{TaskID: a.TaskID}, err
-	}
-	return out[0], out[0].Err
 }

@@ -104,7 +104,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 		return 0, &queue.ValidationError{Field: "batch", Reason: fmt.Sprintf("is %d: use 1 to 10000", batch)}
 	}
 	var n int64
-	err := s.write(ctx, what, func(tx *sql.Tx, _ int64) error {
+	err := s.write(ctx, what, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		r, err := tx.Exec(query, micros(cutoff), batch)
 		if err != nil {
 			return err

@@ -11,7 +11,7 @@ import (
 
 // RegisterNode implements queue.NodeStore.
 func (s *Store) RegisterNode(ctx context.Context, n queue.Node) error {
-	return s.write(ctx, "registering node "+n.ID, func(tx *sql.Tx, now int64) error {
+	return s.write(ctx, "registering node "+n.ID, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		_, err := tx.Exec(`INSERT INTO readpast_nodes (id, hostname, pid, version, started_at, heartbeat_at, stopped_at, info)
 			VALUES (?, ?, ?, ?, ?, ?, NULL, ?)
 			ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid, version = excluded.version,
@@ -23,7 +23,7 @@ func (s *Store) RegisterNode(ctx context.Context, n queue.Node) error {
 
 // HeartbeatNode implements queue.NodeStore.
 func (s *Store) HeartbeatNode(ctx context.Context, id, info string) error {
-	return s.write(ctx, "heartbeating node "+id, func(tx *sql.Tx, now int64) error {
+	return s.write(ctx, "heartbeating node "+id, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		r, err := tx.Exec(`UPDATE readpast_nodes SET heartbeat_at = ?, info = ?, stopped_at = NULL WHERE id = ?`, now, orEmptyJSON(info), id)
 		if err != nil {
 			return err
@@ -37,7 +37,7 @@ func (s *Store) HeartbeatNode(ctx context.Context, id, info string) error {
 
 // StopNode implements queue.NodeStore.
 func (s *Store) StopNode(ctx context.Context, id string) error {
-	return s.write(ctx, "stopping node "+id, func(tx *sql.Tx, now int64) error {
+	return s.write(ctx, "stopping node "+id, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		_, err := tx.Exec(`UPDATE readpast_nodes SET stopped_at = ?, heartbeat_at = ? WHERE id = ?`, now, now, id)
 		return err
 	})

@@ -107,6 +107,13 @@ func (s *Store) why(ctx context.Context, t *queue.Task) (string, error) {
 			return "", fmt.Errorf("reading group %s: %w", t.Group, err)
 		}
 	}
+	if t.Transactional && t.State == queue.StatePending {
+		err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM readpast_tasks INDEXED BY readpast_tasks_running
+			WHERE state = 'running' AND transactional = 1)`).Scan(&w.WriterBusy)
+		if err != nil {
+			return "", fmt.Errorf("looking for a running transactional task: %w", err)
+		}
+	}
 	if t.ChainWait {
 		err := s.r.QueryRowContext(ctx, `SELECT stage, count(*) FROM readpast_tasks
 			WHERE chain = ? AND state IN ('pending','running') GROUP BY stage ORDER BY stage LIMIT 1`, t.Chain).Scan(&w.ChainStage, &w.ChainOpen)

@@ -31,6 +31,7 @@ type Store struct {
 	path   string
 	w      *sql.DB // one connection: SQLite's single writer
 	r      *sql.DB // read-only pool
+	bodies *sql.DB // transactional bodies: a fresh connection each, closed after it
 	opts   queue.Options
 	log    *slog.Logger
 	nowFor func() time.Time
@@ -66,7 +67,14 @@ func Open(ctx context.Context, path string, opts queue.Options) (*Store, error) 
 		return nil, fmt.Errorf("opening sqlite file %s for reading: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	return &Store{path: path, w: w, r: r, opts: opts, log: log, nowFor: time.Now}, nil
+	bodies, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+pragmas+"&_txlock=immediate")
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("opening sqlite file %s for transactional bodies: %w", path, err)
+	}
+	bodies.SetMaxIdleConns(0)
+	return &Store{path: path, w: w, r: r, bodies: bodies, opts: opts, log: log, nowFor: time.Now}, nil
 }
 
 func escapePath(p string) string {
@@ -88,7 +96,7 @@ func (s *Store) Listen(context.Context, func(string)) error {
 
 // Close implements queue.Store.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.bodies.Close(), s.r.Close(), s.w.Close())
 }
 
 // Migrate implements queue.Store.
@@ -123,13 +131,23 @@ func (s *Store) migrateDriver(ctx context.Context) (*msqlite.Sqlite, error) {
 }
 
 // write runs fn in one write transaction on the single writer connection.
-func (s *Store) write(ctx context.Context, what string, fn func(tx *sql.Tx, now int64) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+// Waiting for the writer follows ctx; the transaction itself runs under
+// queue.Detached, so a write that has begun runs to its commit and its result
+// is read even when ctx ends meanwhile (a stopping node).
+func (s *Store) write(ctx context.Context, what string, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
+	c, err := s.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: waiting for the writer: %w", what, err)
+	}
+	defer c.Close()
+	dctx, cancel := queue.Detached(ctx)
+	defer cancel()
+	tx, err := c.BeginTx(dctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: beginning transaction: %w", what, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(tx, s.now()); err != nil {
+	if err := fn(dctx, tx, s.now()); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -18,7 +18,9 @@ func (s *Store) Cancel(ctx context.Context, id int64, actor string) (queue.State
 	}
 	var before, after sql.NullString
 	err := retryDeadlock(ctx, func() error {
-		return s.db.QueryRowContext(ctx, cancelBatch.text, taskActorArgs(id, actor)...).Scan(&before, &after)
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, cancelBatch.text, taskActorArgs(id, actor)...).Scan(&before, &after)
+		})
 	})
 	if err != nil {
 		return "", wrap(fmt.Sprintf("cancelling task %d", id), err)
@@ -40,7 +42,9 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 	}
 	var before sql.NullString
 	err := retryDeadlock(ctx, func() error {
-		return s.db.QueryRowContext(ctx, retryBatch.text, taskActorArgs(id, actor)...).Scan(&before)
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, retryBatch.text, taskActorArgs(id, actor)...).Scan(&before)
+		})
 	})
 	if err != nil {
 		return wrap(fmt.Sprintf("retrying task %d", id), err)
@@ -70,8 +74,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 	}
 	args := updateQueueArgs(name, u)
 	err := retryDeadlock(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, updateQueueBatch.text, args...)
-		return err
+		return s.exec(ctx, updateQueueBatch.text, args...)
 	})
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("updating queue %q", name), err)
@@ -124,8 +127,7 @@ func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, 
 		return err
 	}
 	err := retryDeadlock(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, setGroupLimitBatch.text, setGroupLimitArgs(name, maxRunning, actor)...)
-		return err
+		return s.exec(ctx, setGroupLimitBatch.text, setGroupLimitArgs(name, maxRunning, actor)...)
 	})
 	return wrap(fmt.Sprintf("setting the limit of group %q", name), err)
 }

@@ -37,8 +37,10 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, 
 		if err != nil {
 			return err
 		}
-		tasks, err = queryTasks(ctx, s.db, claimBatch.text, claimArgs(p, token)...)
-		return err
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			tasks, err = queryTasks(ctx, c, claimBatch.text, claimArgs(p, token)...)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("claiming from queue %q", p.Queue), err)

@@ -48,19 +48,21 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, er
 	var ids []int64
 	err = retryDeadlock(ctx, func() error {
 		ids = ids[:0]
-		rows, err := s.db.QueryContext(ctx, enqueueBatch.text, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				_ = rows.Close()
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			rows, err := c.QueryContext(ctx, enqueueBatch.text, args...)
+			if err != nil {
 				return err
 			}
-			ids = append(ids, id)
-		}
-		return closeRows(rows)
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					_ = rows.Close()
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return closeRows(rows)
+		})
 	})
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("enqueueing %d tasks", len(norm)), err)

@@ -114,8 +114,10 @@ func (s *Store) finishOne(ctx context.Context, a queue.Attempt, mode finishMode)
 	var res queue.FinishResult
 	err := retryDeadlock(ctx, func() error {
 		var err error
-		res, err = runFinish(ctx, s.db, finishBatch.text, a, mode)
-		return err
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			res, err = runFinish(ctx, c, finishBatch.text, a, mode)
+			return err
+		})
 	})
 	if err != nil {
 		return queue.FinishResult{}, wrap(fmt.Sprintf("finishing task %d", a.TaskID), err)
@@ -212,10 +214,14 @@ func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.
 		id                    int64
 		lost, cancelRequested bool
 	}
-	beats, err := queryAll(ctx, s.db, heartbeatBatch.text, args, func(r *sql.Rows) (beat, error) {
-		var b beat
-		err := r.Scan(&b.id, &b.lost, &b.cancelRequested)
-		return b, err
+	var beats []beat
+	err = s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		beats, err = queryAll(ctx, c, heartbeatBatch.text, args, func(r *sql.Rows) (beat, error) {
+			var b beat
+			err := r.Scan(&b.id, &b.lost, &b.cancelRequested)
+			return b, err
+		})
+		return err
 	})
 	if err != nil {
 		return res, wrap("extending leases", err)
@@ -258,7 +264,9 @@ func (s *Store) SetSession(ctx context.Context, l queue.Lease, sessionID string)
 		return &queue.ValidationError{Field: "session_id", Reason: "is longer than 64 characters"}
 	}
 	var n int64
-	err := s.db.QueryRowContext(ctx, setSessionBatch.text, setSessionArgs(l, sessionID)...).Scan(&n)
+	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return c.QueryRowContext(ctx, setSessionBatch.text, setSessionArgs(l, sessionID)...).Scan(&n)
+	})
 	if err != nil {
 		return wrap(fmt.Sprintf("recording the session of task %d", l.TaskID), err)
 	}

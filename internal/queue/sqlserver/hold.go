@@ -3,7 +3,6 @@ package sqlserver
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"sync"
 
@@ -110,7 +109,8 @@ func (h *held) Release(ctx context.Context) error {
 	h.once.Do(func() {
 		if _, err := h.conn.ExecContext(ctx, "IF @@TRANCOUNT > 0 ROLLBACK TRAN;"); err != nil {
 			h.err = wrap("releasing a held transaction", err)
-			_ = h.conn.Raw(func(any) error { return driver.ErrBadConn })
+			discard(h.conn)
+			return
 		}
 		_ = h.conn.Close()
 	})

@@ -80,7 +80,9 @@ func (s *Store) purge(ctx context.Context, what string, q query, cutoff time.Tim
 	}
 	var n int64
 	err = retryDeadlock(ctx, func() error {
-		return s.db.QueryRowContext(ctx, q.text, args...).Scan(&n)
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, q.text, args...).Scan(&n)
+		})
 	})
 	if err != nil {
 		return 0, wrap(what, err)

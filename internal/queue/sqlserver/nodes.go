@@ -15,8 +15,7 @@ func (s *Store) RegisterNode(ctx context.Context, n queue.Node) error {
 		return err
 	}
 	err := retryDeadlock(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, registerNodeBatch.text, registerNodeArgs(n)...)
-		return err
+		return s.exec(ctx, registerNodeBatch.text, registerNodeArgs(n)...)
 	})
 	return wrap("registering node "+n.ID, err)
 }
@@ -39,7 +38,9 @@ func (s *Store) HeartbeatNode(ctx context.Context, id, info string) error {
 	}
 	var n int64
 	err := retryDeadlock(ctx, func() error {
-		return s.db.QueryRowContext(ctx, heartbeatNodeBatch.text, nodeInfoArgs(id, info)...).Scan(&n)
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, heartbeatNodeBatch.text, nodeInfoArgs(id, info)...).Scan(&n)
+		})
 	})
 	if err != nil {
 		return wrap("heartbeating node "+id, err)
@@ -58,8 +59,7 @@ func nodeInfoArgs(id, info string) []any {
 // StopNode marks the node stopped (graceful shutdown).
 func (s *Store) StopNode(ctx context.Context, id string) error {
 	err := retryDeadlock(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, stopNodeBatch.text, stopNodeArgs(id)...)
-		return err
+		return s.exec(ctx, stopNodeBatch.text, stopNodeArgs(id)...)
 	})
 	return wrap("stopping node "+id, err)
 }

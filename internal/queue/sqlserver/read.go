@@ -164,7 +164,7 @@ func (s *Store) TaskAttempts(ctx context.Context, taskID int64) ([]queue.Attempt
 }
 
 // queryAll runs a read, retrying a deadlock victim, and scans every row.
-func queryAll[T any](ctx context.Context, db *sql.DB, text string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
+func queryAll[T any](ctx context.Context, db querier, text string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	var out []T
 	err := retryDeadlock(ctx, func() error {
 		out = out[:0]

@@ -72,9 +72,12 @@ OUTPUT inserted.state, inserted.available_at, inserted.attempts, inserted.stage,
 INTO @done (state, available_at, attempt, stage, queue, lease_owner, session_id, started_at)
 FROM dbo.readpast_tasks AS t WITH (ROWLOCK)
 CROSS APPLY (
-    -- queue.AfterAttempt, row by row: a release is pending at once; failed,
-    -- timed_out and lost retry while attempts are left.
+    -- queue.AfterAttempt, row by row: an operator's cancel request wins over
+    -- everything (a release or a reclaim must not run the task again); a
+    -- release is pending at once; failed, timed_out and lost retry while
+    -- attempts are left.
     SELECT CASE
+        WHEN t.cancel_requested = 1 THEN 'cancelled'
         WHEN @release = 1 THEN 'pending'
         WHEN @outcome = 'succeeded' THEN 'succeeded'
         WHEN @outcome = 'cancelled' THEN 'cancelled'

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4/database"
@@ -24,6 +25,7 @@ const minCompatibilityLevel = 130
 // Store is the SQL Server implementation of queue.Store.
 type Store struct {
 	db        *sql.DB
+	database  string // DB_NAME() of the store: a transactional body's USE is undone to it
 	connector *mssql.Connector
 	opts      queue.Options
 	log       *slog.Logger
@@ -42,7 +44,8 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	db := sql.OpenDB(connector)
 	// Connections that sit idle behind a firewall get cut silently; recycle them.
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
+	var database string
+	if err := db.QueryRowContext(ctx, "SELECT DB_NAME();").Scan(&database); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlserver: connecting to the store: %w", err)
 	}
@@ -50,7 +53,7 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Store{db: db, connector: connector, opts: opts, log: logger}, nil
+	return &Store{db: db, database: database, connector: connector, opts: opts, log: logger}, nil
 }
 
 // Dialect returns "sqlserver".
@@ -72,21 +75,29 @@ func (s *Store) Listen(context.Context, func(string)) error {
 func (s *Store) Close() error { return s.db.Close() }
 
 // Migrate applies the embedded sqlserver migrations with golang-migrate. It
-// refuses a database below compatibility level 130, a dirty schema and a schema
-// newer than this binary.
+// refuses a database that cannot run OPENJSON (compatibility level below 130),
+// a dirty schema and a schema newer than this binary.
+//
+// What decides is whether OPENJSON runs, not the level's number: Babelfish for
+// PostgreSQL reports level 120 and has no ALTER DATABASE, yet runs OPENJSON.
+// On SQL Server the two agree (OPENJSON needs level 130, Microsoft's
+// "OPENJSON"), and the error names the level so a DBA knows what to change.
 func (s *Store) Migrate(ctx context.Context) error {
-	var level int
-	if err := s.db.QueryRowContext(ctx, compatibilityLevelSQL).Scan(&level); err != nil {
-		return wrap("reading the database compatibility level", err)
-	}
-	if level < minCompatibilityLevel {
-		return fmt.Errorf("sqlserver: the store database is at compatibility level %d; ReadPast needs %d (SQL Server 2016) or higher for OPENJSON: run ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = %d",
-			level, minCompatibilityLevel, minCompatibilityLevel)
+	if _, err := s.db.ExecContext(ctx, openJSONProbe); err != nil {
+		var level int
+		if lerr := s.db.QueryRowContext(ctx, compatibilityLevelSQL).Scan(&level); lerr != nil {
+			return wrap("checking that the store database runs OPENJSON", err)
+		}
+		return fmt.Errorf("sqlserver: the store database cannot run OPENJSON (%v); it is at compatibility level %d and ReadPast needs %d (SQL Server 2016) or higher: run ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = %d",
+			err, level, minCompatibilityLevel, minCompatibilityLevel)
 	}
 	return s.withMigrateDriver(ctx, func(drv database.Driver) error {
 		return queue.MigrateUp(Dialect, drv)
 	})
 }
+
+// openJSONProbe runs OPENJSON the way the store's batches do.
+const openJSONProbe = `SELECT COUNT(*) FROM OPENJSON(N'[{"id":"1"}]') AS a CROSS APPLY OPENJSON(a.value) WITH (id bigint '$.id') AS j;`
 
 // SchemaVersion reports the applied migration version and the newest one
 // embedded. Like golang-migrate itself, it creates the empty version table if
@@ -120,3 +131,6 @@ func (s *Store) withMigrateDriver(ctx context.Context, fn func(database.Driver) 
 	}
 	return err
 }
+
+// quoteName brackets an identifier the way QUOTENAME does.
+func quoteName(s string) string { return "[" + strings.ReplaceAll(s, "]", "]]") + "]" }

@@ -11,139 +11,210 @@ import (
 	"github.com/microsoft/go-mssqldb/batch"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlrun"
 )
 
-// recordTimeout bounds recording a failed transactional attempt, which runs on
-// a context detached from the (possibly cancelled) one the body ran under.
-const recordTimeout = 30 * time.Second
-
-// RunTransactional runs body on the store's own database and records the
-// attempt as succeeded in the same transaction, so the body's effect commits
-// exactly once, together with the task's completion.
+// RunTransactional implements queue.Store. One session of the store's pool,
+// taken for the task:
 //
-// The body is split into batches on GO lines with go-mssqldb's batch package
-// and each batch is sent as it is (no parameters, so CREATE PROCEDURE and the
-// like work). The task row is not locked while the body runs, so heartbeats go
-// on; the fenced finish at the end takes the lock. If the lease was lost by
-// then, everything rolls back and both the result's Err and the returned
-// error are queue.ErrLeaseLost.
+//  1. beginTxBatch: BEGIN TRAN, the session id and CURRENT_TRANSACTION_ID(),
+//     in one round trip.
+//  2. The body's batches, each sent as it is (no parameters, so CREATE
+//     PROCEDURE and the like work), its PRINT/RAISERROR messages and rows
+//     gathered as the target executor gathers them (sqlrun.RunMSSQL). When
+//     ctx ends the driver sends an attention and the statement stops.
+//  3. restoreBatch sets the session back to a fixed state (restoreSession
+//     says which options and why) and reads XACT_STATE(), @@TRANCOUNT and
+//     CURRENT_TRANSACTION_ID(): the completion runs only in the transaction
+//     begun in 1, still committable, at nesting level 1.
+//  4. The completion, finishInTx: the same statements as every finish.
+//  5. COMMIT TRAN.
 //
-// If the body fails, the transaction rolls back and the failure is recorded as
-// an attempt through the Finish path, in a transaction of its own that does
-// not depend on ctx still being live: outcome timed_out when ctx's deadline
-// passed, failed otherwise (a cancelled ctx cannot say whether an operator or a
-// shutdown stopped it, and only failed leaves the decision to the attempt
-// budget). The returned FinishResult says what became of the task and the
-// error is nil: the body's error is in the attempt's log row. An error is
-// returned when the lease was lost or the store could not record the outcome.
-//
-// The body must leave the transaction as it found it: a body that commits,
-// rolls back or leaves a nested transaction open fails the attempt.
-func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.FinishResult, error) {
+// Steps 3 to 5 run under queue.Detached once the body has succeeded. A
+// deadlock victim in step 4 rolled everything back, body included, so the
+// whole task runs again (retryDeadlock); a deadlock in the body is the body's
+// failure. The session is then reset (sqlrun.ResetMSSQL) before it goes back
+// to the pool, or closed when its state is unknown, so nothing the body did
+// to it reaches the store's next request.
+func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
 	batches := splitBatches(body)
 	if len(batches) == 0 {
-		return queue.FinishResult{}, &queue.ValidationError{Field: "body", Reason: "is empty: give the SQL the task runs"}
+		return queue.TxResult{}, &queue.ValidationError{Field: "body", Reason: "is empty: give the SQL the task runs"}
 	}
 	if a.StartedAt.IsZero() {
 		a.StartedAt = time.Now()
 	}
-	var (
-		res     queue.FinishResult
-		bodyErr error
-	)
+	var res queue.TxResult
 	err := retryDeadlock(ctx, func() error {
 		var err error
-		res, bodyErr, err = s.runTransactionalOnce(ctx, &a, batches)
+		res, err = s.runTransactionalOnce(ctx, a, batches)
 		return err
 	})
 	if err != nil {
-		return queue.FinishResult{}, wrap(fmt.Sprintf("running transactional task %d", a.TaskID), err)
+		return res, wrap(fmt.Sprintf("running transactional task %d", a.TaskID), err)
 	}
-	if bodyErr == nil {
-		// A lost lease rolled the body back; say so as the error too, since
-		// nothing the caller asked for happened.
-		return res, res.Err
-	}
+	return res, nil
+}
 
-	failed := a // keeps the session id the body ran on
-	failed.FinishedAt = time.Now()
-	failed.RowsAffected = 0 // rolled back
-	failed.Error = bodyErr.Error()
-	failed.Outcome = queue.OutcomeFailed
-	if ctx.Err() != nil {
-		// The statement was stopped by the caller: say why, in its words.
-		failed.Error = context.Cause(ctx).Error()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			failed.Outcome = queue.OutcomeTimedOut
-		}
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	res, err = s.finishOne(rctx, failed, modeFinish)
+// beginTxBatch begins the task's transaction and names it. SET NOCOUNT OFF:
+// the body's row counts are reported as the target executor reports them.
+const beginTxBatch = `SET NOCOUNT OFF;
+BEGIN TRAN;
+SELECT CAST(@@SPID AS bigint), CURRENT_TRANSACTION_ID();`
+
+// restoreBatch sets the session back to what the store's statements are
+// written for, whatever the body did (SET options last until the session
+// ends or resets, and survive its batches):
+//
+//   - NOEXEC, PARSEONLY and FMTONLY first: with any of them on, SQL Server
+//     would compile and skip every statement after it, the completion
+//     included, and report success. (SHOWPLAN_* must be alone in a batch, so
+//     a body that left one on makes this batch fail, which fails the attempt.)
+//   - The options a filtered index needs to be written (Microsoft: "CREATE
+//     INDEX", required SET options): without them the completion's writes to
+//     readpast_tasks fail with 1934.
+//   - ROWCOUNT 0: with SET ROWCOUNT n, the chain failure policy would cancel
+//     only n later stages.
+//   - LOCK_TIMEOUT -1, DEADLOCK_PRIORITY NORMAL, READ COMMITTED: the lock
+//     behaviour the store's lock order is written for (a body's SERIALIZABLE
+//     would hold range locks, SNAPSHOT would refuse the writes).
+//   - IMPLICIT_TRANSACTIONS OFF, XACT_ABORT ON, CURSOR_CLOSE_ON_COMMIT OFF.
+//   - USE the store's database: after a body's USE the completion would name
+//     another database's tables (208, or another store's).
+//
+// It ends by reading what decides whether the completion may run.
+func restoreBatch(database string) string {
+	return `SET NOEXEC OFF;
+SET PARSEONLY OFF;
+SET FMTONLY OFF;
+SET ANSI_NULLS ON;
+SET ANSI_PADDING ON;
+SET ANSI_WARNINGS ON;
+SET ARITHABORT ON;
+SET CONCAT_NULL_YIELDS_NULL ON;
+SET QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+SET ROWCOUNT 0;
+SET LOCK_TIMEOUT -1;
+SET DEADLOCK_PRIORITY NORMAL;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+SET IMPLICIT_TRANSACTIONS OFF;
+SET XACT_ABORT ON;
+SET CURSOR_CLOSE_ON_COMMIT OFF;
+USE ` + quoteName(database) + `;
+SELECT XACT_STATE(), @@TRANCOUNT, CURRENT_TRANSACTION_ID();`
+}
+
+// runTransactionalOnce is one try of RunTransactional.
+func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, batches []string) (res queue.TxResult, err error) {
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return res, err
 	}
-	return res, res.Err
+	clean := false
+	defer func() { s.releaseTxConn(conn, clean) }()
+
+	var spid, txID int64
+	if err := conn.QueryRowContext(ctx, beginTxBatch).Scan(&spid, &txID); err != nil {
+		return res, err
+	}
+	res.SessionID = fmt.Sprint(spid)
+	msgs := &sqlrun.Messages{}
+	res.RowsAffected, res.BodyErr = runBody(ctx, conn, batches, msgs)
+	res.Messages = msgs.String()
+
+	dctx, cancel := queue.Detached(ctx)
+	defer cancel()
+	if res.BodyErr == nil {
+		res.BodyErr = s.restoreSession(dctx, conn, txID)
+	}
+	if res.BodyErr != nil {
+		res.RowsAffected = 0 // rolled back
+		clean = ctx.Err() == nil && rollback(dctx, conn) == nil
+		return res, nil
+	}
+
+	a.Outcome, a.Error = queue.OutcomeSucceeded, ""
+	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+	a.FinishedAt = time.Now()
+	fin, err := runFinish(dctx, conn, finishInTx.text, a, modeFinish)
+	if err != nil || fin.Err != nil {
+		clean = rollback(dctx, conn) == nil
+		if err != nil {
+			return res, err
+		}
+		return res, fin.Err // the lease is gone: the body's effect must not commit
+	}
+	if _, err := conn.ExecContext(dctx, "COMMIT TRAN;"); err != nil {
+		return res, err
+	}
+	clean = true
+	res.Committed, res.Finish = true, fin
+	return res, nil
 }
 
-// runTransactionalOnce runs the body and the fenced finish in one transaction.
-// It returns the body's error separately from a store error (including a
-// deadlock in the finish, which the caller retries: the rollback undid the body
-// too, so running it again keeps the effect exactly-once).
-// It fills in a's session id, and for a success its outcome and counts.
-func (s *Store) runTransactionalOnce(ctx context.Context, a *queue.Attempt, batches []string) (res queue.FinishResult, bodyErr, storeErr error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return res, nil, err
-	}
-	defer func() {
-		if bodyErr != nil || storeErr != nil || res.Err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-
-	var spid int64
-	if err := tx.QueryRowContext(ctx, "SELECT CAST(@@SPID AS bigint);").Scan(&spid); err != nil {
-		return res, nil, err
-	}
-	a.SessionID = fmt.Sprint(spid)
-
-	var affected int64
+// runBody runs the batches in order on conn and stops after the first that
+// raised an error. A batch followed by "GO n" runs n times.
+func runBody(ctx context.Context, conn *sql.Conn, batches []string, msgs *sqlrun.Messages) (int64, error) {
+	var rows int64
 	for i, b := range batches {
-		r, err := tx.ExecContext(ctx, b)
+		n, err := sqlrun.RunMSSQL(ctx, conn, b, msgs)
+		rows += n
 		if err != nil {
 			if len(batches) > 1 {
 				err = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), err)
 			}
-			return res, err, nil
-		}
-		if n, err := r.RowsAffected(); err == nil {
-			affected += n
+			return rows, err
 		}
 	}
-	var trancount int
-	if err := tx.QueryRowContext(ctx, "SELECT @@TRANCOUNT;").Scan(&trancount); err != nil {
-		return res, err, nil
-	}
-	if trancount != 1 {
-		return res, fmt.Errorf("the body left @@TRANCOUNT at %d: a transactional task must not COMMIT, ROLLBACK or leave a transaction open", trancount), nil
-	}
+	return rows, nil
+}
 
-	a.Outcome = queue.OutcomeSucceeded
-	a.Error = ""
-	a.FinishedAt = time.Now()
-	a.RowsAffected = affected
-	res, err = runFinish(ctx, tx, finishInTx.text, *a, modeFinish)
-	if err != nil {
-		return res, nil, err
+// restoreSession runs restoreBatch and checks that the completion may run in
+// the transaction: the one begun for the task (txID), committable, not
+// nested. The error says what the body did.
+func (s *Store) restoreSession(ctx context.Context, conn *sql.Conn, txID int64) error {
+	var (
+		state, trancount int
+		current          sql.NullInt64
+	)
+	err := conn.QueryRowContext(ctx, restoreBatch(s.database)).Scan(&state, &trancount, &current)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return errors.New("after the body the session answered no rows: the body left SHOWPLAN, NOEXEC or a similar option on")
+	case err != nil:
+		return fmt.Errorf("restoring the session after the body failed (did it leave SHOWPLAN_XML or another option on?): %w", sqlrun.DescribeMSSQL(err))
+	case state == -1:
+		return errors.New("the body's error left its transaction uncommittable (XACT_STATE() = -1), even if the body caught it: everything it did was rolled back")
+	case trancount == 0 || state == 0:
+		return errors.New("the body ended the task's transaction (COMMIT or ROLLBACK): a transactional task's body must leave that to ReadPast, which commits it with the completion")
+	case !current.Valid || current.Int64 != txID:
+		return errors.New("the body committed or rolled back the task's transaction and began another (COMMIT; BEGIN TRAN): what it did before that COMMIT is committed without the task's completion")
+	case trancount > 1:
+		return fmt.Errorf("the body left @@TRANCOUNT at %d (a BEGIN TRANSACTION without its COMMIT)", trancount)
 	}
-	if res.Err != nil {
-		return res, nil, nil // lease lost: the deferred rollback undoes the body
+	return nil
+}
+
+// rollback rolls back whatever transaction the session has.
+func rollback(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, "IF @@TRANCOUNT > 0 ROLLBACK TRAN;")
+	return err
+}
+
+// releaseTxConn resets a clean session at once and returns it to the pool, or
+// closes it: the server then ends the session, rolling back what it held.
+func (s *Store) releaseTxConn(conn *sql.Conn, clean bool) {
+	if clean {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		clean = sqlrun.ResetMSSQL(ctx, conn) == nil
 	}
-	if err := tx.Commit(); err != nil {
-		return res, nil, err
+	if !clean {
+		discard(conn)
+		return
 	}
-	return res, nil, nil
+	_ = conn.Close()
 }
 
 // splitBatches splits a script on GO lines (sqlcmd's convention, as go-mssqldb's
@@ -163,5 +234,5 @@ func splitBatches(body string) []string {
 	return out
 }
 
-// compile-time check that *sql.Tx satisfies querier.
-var _ querier = (*sql.Tx)(nil)
+// compile-time check that *sql.Conn satisfies querier.
+var _ querier = (*sql.Conn)(nil)

@@ -1,4 +1,10 @@
-package target
+// Package sqlrun runs a task body's batches on a connection the caller holds,
+// for every dialect, the way both the target executors (internal/target) and
+// the stores' transactional path (internal/queue/...) need it: each batch sent
+// as it is, rows affected added up, server messages (PRINT, RAISERROR, NOTICE)
+// gathered in order and capped, server errors worded as the DBA's own tools
+// word them. One place for it, so a body runs the same way on either path.
+package sqlrun
 
 import (
 	"strings"
@@ -11,15 +17,17 @@ const MaxMessages = 64 << 10
 // truncatedMarker ends a message log that was cut.
 const truncatedMarker = "\n[… messages truncated at 64 KiB]"
 
-// messages collects server messages up to MaxMessages; it is safe for the
-// driver's callback goroutine and the executor to use at once.
-type messages struct {
+// Messages collects server messages up to MaxMessages; it is safe for the
+// driver's callback goroutine and the executor to use at once. The zero value
+// is ready to use.
+type Messages struct {
 	mu  sync.Mutex
 	b   strings.Builder
 	cut bool
 }
 
-func (m *messages) add(line string) {
+// Add appends one message line; past the cap it is cut and marked.
+func (m *Messages) Add(line string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cut {
@@ -38,7 +46,8 @@ func (m *messages) add(line string) {
 	m.b.WriteByte('\n')
 }
 
-func (m *messages) String() string {
+// String returns the lines so far, each ended by a line break.
+func (m *Messages) String() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.b.String()
