@@ -127,6 +127,19 @@ type LogQuery struct {
 	Limit   int       // 1–10000; 0 means 100
 }
 
+// MaxPurgeBatch bounds one purge call: a purge deletes in short transactions
+// that never hold many locks, so the claim path never waits long behind one
+// (and on SQL Server no purge escalates to a table lock).
+const MaxPurgeBatch = 2000
+
+// CheckPurge validates a purge's batch size.
+func CheckPurge(batch int) error {
+	if batch < 1 || batch > MaxPurgeBatch {
+		return &ValidationError{Field: "batch", Reason: fmt.Sprintf("is %d: use 1 to %d", batch, MaxPurgeBatch)}
+	}
+	return nil
+}
+
 // CheckLogQuery validates a log query and returns the effective limit.
 func CheckLogQuery(q LogQuery) (int, error) {
 	if q.Outcome != "" && !q.Outcome.Valid() {

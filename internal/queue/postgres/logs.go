@@ -100,12 +100,12 @@ func (s *Store) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) 
 func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
 	return s.purge(ctx, "purging finished tasks", `DELETE FROM readpast_tasks WHERE id IN (
 		SELECT id FROM readpast_tasks WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < $1
-		 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
+		 ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
 }
 
 func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time, batch int) (int64, error) {
-	if batch < 1 || batch > 10000 {
-		return 0, &queue.ValidationError{Field: "batch", Reason: fmt.Sprintf("is %d: use 1 to 10000", batch)}
+	if err := queue.CheckPurge(batch); err != nil {
+		return 0, err
 	}
 	tag, err := s.execTag(ctx, query, cutoff, batch)
 	if err != nil {

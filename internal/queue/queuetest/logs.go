@@ -133,6 +133,12 @@ var logTests = map[string]func(*testing.T, Harness){
 			}
 		}
 		require.Equal(t, int64(50), deleted)
+		for _, bad := range []int{0, queue.MaxPurgeBatch + 1} {
+			_, err := b.s.PurgeAttempts(b.ctx, cutoff, bad)
+			require.True(t, queue.IsValidation(err), "batch %d must be refused, got %v", bad, err)
+			_, err = b.s.PurgeTasks(b.ctx, cutoff, bad)
+			require.True(t, queue.IsValidation(err), "batch %d must be refused, got %v", bad, err)
+		}
 		require.Equal(t, 40, countLog(t, b, queue.LogQuery{}))
 		require.Zero(t, countLog(t, b, queue.LogQuery{Until: cutoff}))
 	},

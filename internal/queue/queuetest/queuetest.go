@@ -42,6 +42,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"concurrency", concurrencyTests},
 		{"nonblocking", nonBlockingTests},
 		{"groups", groupTests},
+		{"backlog", backlogTests},
 		{"chains", chainTests},
 		{"leases", leaseTests},
 		{"finish", finishTests},

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"readpast/internal/queue"
@@ -27,13 +29,19 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, 
 	return out, nil
 }
 
-// claimTx is Claim inside the caller's write transaction.
+// claimTx is Claim inside the caller's write transaction (docs/QUEUE.md,
+// "Claiming behind a backlog"): due delayed tasks of the queue become ready,
+// then the claim takes the first ready tasks in claim order from the
+// ungrouped stream and from the groups with free slots.
 func claimTx(ctx context.Context, tx *sql.Tx, now int64, p queue.ClaimParams) ([]*queue.Task, error) {
 	limit, err := queueRoom(tx, p.Queue, p.Limit)
 	if err != nil || limit == 0 {
 		return nil, err
 	}
-	picked, perGroup, err := pickCandidates(tx, p.Queue, now, limit)
+	if err := promoteDue(tx, p.Queue, now); err != nil {
+		return nil, err
+	}
+	picked, perGroup, err := pickCandidates(tx, p.Queue, limit)
 	if err != nil || len(picked) == 0 {
 		return nil, err
 	}
@@ -56,6 +64,19 @@ func claimTx(ctx context.Context, tx *sql.Tx, now int64, p queue.ClaimParams) ([
 		}
 	}
 	return getTasks(ctx, tx, picked)
+}
+
+// promoteDue makes the queue's delayed tasks that are due ready, at most 1000
+// a claim; most claims find none in one index probe.
+func promoteDue(tx *sql.Tx, q string, now int64) error {
+	_, err := tx.Exec(`UPDATE readpast_tasks SET delayed = 0 WHERE id IN (
+		SELECT id FROM readpast_tasks INDEXED BY readpast_tasks_delayed
+		 WHERE queue = ? AND state = 'pending' AND delayed = 1 AND available_at <= ?
+		 ORDER BY available_at LIMIT 1000)`, q, now)
+	if err != nil {
+		return fmt.Errorf("making due delayed tasks ready: %w", err)
+	}
+	return nil
 }
 
 // queueRoom returns how many tasks the queue admits now: 0 when paused, the
@@ -81,97 +102,149 @@ func queueRoom(tx *sql.Tx, name string, want int) (int, error) {
 	return int(max(0, min(int64(want), maxRunning.Int64-running))), nil
 }
 
-// pickCandidates walks claimable tasks in claim order and admits up to limit,
-// at most each group's free slots. It reads on in pages while a page's tasks
-// are held back by their groups, so a long run of one group's tasks cannot
-// hide the free tasks behind it.
+// candidate is a ready task, with its claim order key.
+type candidate struct {
+	id            int64
+	prio          int
+	at            int64
+	group         string
+	transactional bool
+}
+
+func (c candidate) before(d candidate) bool {
+	if c.prio != d.prio {
+		return c.prio < d.prio
+	}
+	if c.at != d.at {
+		return c.at < d.at
+	}
+	return c.id < d.id
+}
+
+// pickCandidates chooses up to limit ready tasks of queue q in claim order,
+// reading only rows it may take: the first limit ungrouped tasks, and of each
+// group with ready tasks and free slots its first min(free, limit) tasks. The
+// groups are found by a skip scan of the grouped index (one probe per group),
+// so tasks of full groups are never read.
 //
 // Transactional tasks are admitted one at a time, cluster-wide, as if they
 // shared a group of limit 1: each holds SQLite's one writer for its whole body
 // (transactional.go), so a second one could only wait for it, claimed and
 // with its timeout running, while the first holds the writer.
-func pickCandidates(tx *sql.Tx, q string, now int64, limit int) ([]int64, map[string]int, error) {
+func pickCandidates(tx *sql.Tx, q string, limit int) ([]int64, map[string]int, error) {
 	txFree, err := transactionalFree(tx)
 	if err != nil {
 		return nil, nil, err
 	}
-	free := map[string]int{}
-	perGroup := map[string]int{}
-	var picked []int64
-	type key struct {
-		prio int
-		at   int64
-		id   int64
+	cands, err := readyUngrouped(tx, q, 0, limit)
+	if err != nil {
+		return nil, nil, err
 	}
-	var last *key
-	page := limit*2 + 16
-	for round := 0; round < 20 && len(picked) < limit; round++ {
-		query := `SELECT id, priority, available_at, group_name, transactional FROM readpast_tasks INDEXED BY readpast_tasks_claim
-			WHERE queue = ? AND state = 'pending' AND chain_wait = 0 AND available_at <= ?
-			  AND (group_name IS NULL OR group_name NOT IN
-			       (SELECT name FROM readpast_groups WHERE running >= max_running))`
-		args := []any{q, now}
-		if last != nil {
-			query += ` AND (priority, available_at, id) > (?, ?, ?)`
-			args = append(args, last.prio, last.at, last.id)
-		}
-		query += ` ORDER BY priority, available_at, id LIMIT ?`
-		args = append(args, page)
-		rows, err := tx.Query(query, args...)
+	if txFree {
+		tx1, err := readyUngrouped(tx, q, 1, 1)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading candidates: %w", err)
-		}
-		type cand struct {
-			key
-			group         sql.NullString
-			transactional bool
-		}
-		var cands []cand
-		for rows.Next() {
-			var c cand
-			if err := rows.Scan(&c.id, &c.prio, &c.at, &c.group, &c.transactional); err != nil {
-				rows.Close()
-				return nil, nil, err
-			}
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return nil, nil, err
 		}
-		n := len(cands)
-		for _, c := range cands {
-			last = &c.key
-			if len(picked) == limit {
-				break
-			}
-			if c.transactional && !txFree {
-				continue
-			}
-			if g := c.group; g.Valid {
-				slots, known := free[g.String]
-				if !known {
-					if slots, err = groupFree(tx, g.String); err != nil {
-						return nil, nil, err
-					}
-				}
-				if slots <= 0 {
-					free[g.String] = 0
-					continue
-				}
-				free[g.String] = slots - 1
-				perGroup[g.String]++
-			}
-			picked = append(picked, c.id)
-			if c.transactional {
-				txFree = false
-			}
+		cands = append(cands, tx1...)
+	}
+	free, err := openGroups(tx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	for g, slots := range free {
+		grouped, err := readyOfGroup(tx, q, g, min(slots, limit))
+		if err != nil {
+			return nil, nil, err
 		}
-		if n < page {
+		cands = append(cands, grouped...)
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	perGroup := map[string]int{}
+	var picked []int64
+	for _, c := range cands {
+		if len(picked) == limit {
 			break
 		}
+		if c.transactional {
+			if !txFree {
+				continue
+			}
+			txFree = false
+		}
+		if c.group != "" {
+			if perGroup[c.group] == free[c.group] {
+				continue
+			}
+			perGroup[c.group]++
+		}
+		picked = append(picked, c.id)
 	}
 	return picked, perGroup, nil
+}
+
+// readyUngrouped reads the first n ready ungrouped tasks of q whose
+// transactional flag is tx.
+func readyUngrouped(tx *sql.Tx, q string, transactional, n int) ([]candidate, error) {
+	return scanCandidates(tx.Query(`SELECT id, priority, available_at, '', transactional
+		FROM readpast_tasks INDEXED BY readpast_tasks_ready
+		WHERE queue = ? AND transactional = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NULL
+		ORDER BY priority, available_at, id LIMIT ?`, q, transactional, n))
+}
+
+// readyOfGroup reads the first n ready tasks of group g in q.
+func readyOfGroup(tx *sql.Tx, q, g string, n int) ([]candidate, error) {
+	return scanCandidates(tx.Query(`SELECT id, priority, available_at, group_name, transactional
+		FROM readpast_tasks INDEXED BY readpast_tasks_ready_grouped
+		WHERE queue = ? AND group_name = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0
+		ORDER BY priority, available_at, id LIMIT ?`, q, g, n))
+}
+
+func scanCandidates(rows *sql.Rows, err error) ([]candidate, error) {
+	if err != nil {
+		return nil, fmt.Errorf("reading candidates: %w", err)
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var c candidate
+		if err := rows.Scan(&c.id, &c.prio, &c.at, &c.group, &c.transactional); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// openGroups returns the groups with ready tasks in q and free slots, with
+// their free slots: a skip scan of the grouped index, one probe per group.
+func openGroups(tx *sql.Tx, q string) (map[string]int, error) {
+	free := map[string]int{}
+	last := ""
+	for {
+		var g string
+		err := tx.QueryRow(`SELECT group_name FROM readpast_tasks INDEXED BY readpast_tasks_ready_grouped
+			WHERE queue = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NOT NULL AND group_name > ?
+			ORDER BY group_name LIMIT 1`, q, last).Scan(&g)
+		if errors.Is(err, sql.ErrNoRows) {
+			return free, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("finding groups with ready tasks: %w", err)
+		}
+		slots, err := groupFree(tx, g)
+		if err != nil {
+			return nil, err
+		}
+		if slots > 0 {
+			free[g] = slots
+		}
+		last = g
+	}
 }
 
 // transactionalFree reports whether no transactional task runs now.

@@ -111,7 +111,7 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 		if st != queue.StateFailed && st != queue.StateCancelled {
 			return fmt.Errorf("%w: task %d is %s; only failed or cancelled tasks can be retried", queue.ErrInvalidState, id, st)
 		}
-		_, err = tx.Exec(`UPDATE readpast_tasks SET state = 'pending', available_at = ?, retry_base = attempts,
+		_, err = tx.Exec(`UPDATE readpast_tasks SET state = 'pending', available_at = ?, delayed = 0, retry_base = attempts,
 			finished_at = NULL, finished_by = NULL, cancel_requested = 0, chain_cancelled = 0 WHERE id = ?`, now, id)
 		if err != nil {
 			return err

@@ -39,9 +39,9 @@ func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask
 		}
 	}
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO readpast_tasks
-		(queue, body, priority, available_at, group_name, chain, stage, continue_on_failure,
+		(queue, body, priority, available_at, delayed, group_name, chain, stage, continue_on_failure,
 		 max_attempts, timeout_ms, transactional, created_at, created_by)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask
 		if !t.AvailableAt.IsZero() {
 			at = micros(t.AvailableAt)
 		}
-		res, err := ins.ExecContext(ctx, t.Queue, t.Body, *t.Priority, at, nullString(t.Group), nullString(t.Chain),
+		res, err := ins.ExecContext(ctx, t.Queue, t.Body, *t.Priority, at, boolInt(at > now), nullString(t.Group), nullString(t.Chain),
 			t.Stage, boolInt(t.ContinueOnFailure), t.MaxAttempts, t.Timeout.Milliseconds(), boolInt(t.Transactional), now, t.CreatedBy)
 		if err != nil {
 			return nil, fmt.Errorf("inserting task: %w", err)

@@ -77,12 +77,13 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 	} else {
 		finished = sql.NullInt64{Int64: now, Valid: true}
 	}
+	delayed := next == queue.StatePending && retryIn > 0 // a back-off: out of the claim's way until due
 	lastErr := nullString(a.Error)
 	_, err = tx.Exec(`UPDATE readpast_tasks
-		SET state = ?, available_at = COALESCE(?, available_at), finished_at = ?,
+		SET state = ?, available_at = COALESCE(?, available_at), delayed = ?, finished_at = ?,
 		    last_error = COALESCE(?, last_error),
 		    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
-		WHERE id = ?`, next, available, finished, lastErr, a.TaskID)
+		WHERE id = ?`, next, available, boolInt(delayed), finished, lastErr, a.TaskID)
 	if err != nil {
 		return res, fmt.Errorf("updating task %d: %w", a.TaskID, err)
 	}

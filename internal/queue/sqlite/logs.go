@@ -96,12 +96,13 @@ func (s *Store) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) 
 // PurgeTasks implements queue.LogStore.
 func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
 	return s.purge(ctx, "purging finished tasks", `DELETE FROM readpast_tasks WHERE id IN
-		(SELECT id FROM readpast_tasks WHERE state IN ('succeeded','failed','cancelled') AND finished_at < ? LIMIT ?)`, cutoff, batch)
+		(SELECT id FROM readpast_tasks INDEXED BY readpast_tasks_finished
+		  WHERE state IN ('succeeded','failed','cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`, cutoff, batch)
 }
 
 func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time, batch int) (int64, error) {
-	if batch < 1 || batch > 10000 {
-		return 0, &queue.ValidationError{Field: "batch", Reason: fmt.Sprintf("is %d: use 1 to 10000", batch)}
+	if err := queue.CheckPurge(batch); err != nil {
+		return 0, err
 	}
 	var n int64
 	err := s.write(ctx, what, func(ctx context.Context, tx *sql.Tx, _ int64) error {
