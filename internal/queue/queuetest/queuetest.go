@@ -40,6 +40,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"enqueue", enqueueTests},
 		{"claim", claimTests},
 		{"concurrency", concurrencyTests},
+		{"cutoff", cutoffTests},
 		{"nonblocking", nonBlockingTests},
 		{"groups", groupTests},
 		{"backlog", backlogTests},
