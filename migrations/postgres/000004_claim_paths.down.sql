@@ -337,6 +337,7 @@ BEGIN
 END
 $$;
 
+DROP FUNCTION readpast_claimed(bigint[], text, bigint);
 DROP INDEX readpast_tasks_finished;
 DROP INDEX readpast_tasks_delayed;
 DROP INDEX readpast_tasks_ready_grouped;

@@ -26,6 +26,26 @@ CREATE INDEX readpast_tasks_delayed ON readpast_tasks (queue, available_at)
 CREATE INDEX readpast_tasks_finished ON readpast_tasks (finished_at)
     WHERE state IN ('succeeded', 'failed', 'cancelled');
 
+-- readpast_claimed marks the tasks a claim took running, each under a new
+-- fencing token, and returns them in claim order. started_at is the start of
+-- this attempt: a reclaim logs the lost attempt from it.
+CREATE FUNCTION readpast_claimed(p_ids bigint[], p_owner text, p_lease_us bigint)
+RETURNS SETOF readpast_tasks
+LANGUAGE sql
+SET jit = off
+AS $$
+    WITH claimed AS (
+        UPDATE readpast_tasks t
+           SET state = 'running', attempts = t.attempts + 1, lease_owner = p_owner,
+               lease_token = readpast_new_token(),
+               lease_expires_at = now() + p_lease_us * interval '1 microsecond',
+               started_at = now(), cancel_requested = false, session_id = NULL
+         WHERE t.id = ANY (p_ids)
+        RETURNING t.*
+    )
+    SELECT * FROM claimed ORDER BY claimed.priority, claimed.available_at, claimed.id
+$$;
+
 -- Claim (docs/QUEUE.md, "Claiming"): leases up to p_limit claimable tasks of the
 -- queue to p_owner and returns them running, in claim order. Locks, in order:
 -- the queue row (capped queues only), then the group rows of the planned tasks
@@ -88,11 +108,28 @@ BEGIN
                      WHERE d.queue = p_queue AND d.state = 'pending' AND d.delayed AND d.available_at <= now()
                      ORDER BY d.available_at LIMIT 1000 FOR UPDATE SKIP LOCKED);
 
-    -- 3. The plan, from committed rows, locking nothing: the first v_n
+    -- 3. No grouped task can run in the queue (one index probe): the first
+    -- v_n ready tasks, skipping rows other claimers hold, are the claim, in
+    -- one statement. They are exactly the tasks it takes.
+    IF NOT EXISTS (SELECT 1 FROM readpast_tasks t
+                    WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+                      AND t.group_name IS NOT NULL) THEN
+        v_ids := ARRAY(SELECT t.id FROM readpast_tasks t
+                        WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+                          AND t.group_name IS NULL
+                        ORDER BY t.priority, t.available_at, t.id LIMIT v_n FOR UPDATE OF t SKIP LOCKED);
+        IF cardinality(v_ids) = 0 THEN
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT * FROM readpast_claimed(v_ids, p_owner, p_lease_us);
+        RETURN;
+    END IF;
+
+    -- The plan, from committed rows, locking nothing: the first 2 v_n + 16
     -- ungrouped ready tasks, and of every group with ready tasks in the queue
     -- and free slots by its committed counter, its first min(free, v_n) tasks
-    -- and two more (in case another claimer holds some); merged in claim
-    -- order. Groups without free slots are never read past.
+    -- and two more (the extra ones in case other claimers hold some); merged
+    -- in claim order. Groups without free slots are never read past.
     WITH RECURSIVE grp AS (
         (SELECT t.group_name FROM readpast_tasks t
           WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
@@ -114,7 +151,7 @@ BEGIN
         (SELECT t.id, t.priority, t.available_at, '' AS group_name, 0 AS free FROM readpast_tasks t
           WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
             AND t.group_name IS NULL
-          ORDER BY t.priority, t.available_at, t.id LIMIT v_n)
+          ORDER BY t.priority, t.available_at, t.id LIMIT 2 * v_n + 16)
         UNION ALL
         SELECT c.id, c.priority, c.available_at, o.name, o.free
           FROM open_groups o CROSS JOIN LATERAL (
@@ -156,6 +193,7 @@ BEGIN
                 v_k := v_k + 1;
                 CONTINUE;
             END IF;
+            CONTINUE WHEN v_plan_groups[i] = ANY (v_skipped); -- not admitted this time
             v_pos := array_position(v_tg, v_plan_groups[i]);
             IF v_pos IS NULL THEN
                 v_tg := v_tg || v_plan_groups[i];
@@ -165,8 +203,7 @@ BEGIN
             CONTINUE WHEN v_tc[v_pos] >= v_plan_free[i];
             v_tc[v_pos] := v_tc[v_pos] + 1;
             v_k := v_k + 1;
-            IF NOT (v_plan_groups[i] = ANY (v_groups)) AND NOT (v_plan_groups[i] = ANY (v_skipped))
-               AND NOT (v_plan_groups[i] = ANY (v_new)) THEN
+            IF NOT (v_plan_groups[i] = ANY (v_groups)) AND NOT (v_plan_groups[i] = ANY (v_new)) THEN
                 v_new := array_append(v_new, v_plan_groups[i]);
             END IF;
         END LOOP;
@@ -226,19 +263,7 @@ BEGIN
       FROM unnest(v_groups, v_taken) AS x(name, k)
      WHERE g.name = x.name AND x.k > 0;
 
-    -- 5. The taken tasks run, each under a new fencing token. started_at is
-    -- the start of this attempt: a reclaim logs the lost attempt from it.
-    RETURN QUERY
-    WITH claimed AS (
-        UPDATE readpast_tasks t
-           SET state = 'running', attempts = t.attempts + 1, lease_owner = p_owner,
-               lease_token = readpast_new_token(),
-               lease_expires_at = now() + p_lease_us * interval '1 microsecond',
-               started_at = now(), cancel_requested = false, session_id = NULL
-         WHERE t.id = ANY (v_ids)
-        RETURNING t.*
-    )
-    SELECT * FROM claimed ORDER BY claimed.priority, claimed.available_at, claimed.id;
+    RETURN QUERY SELECT * FROM readpast_claimed(v_ids, p_owner, p_lease_us);
 END
 $$;
 
@@ -296,7 +321,8 @@ END
 $$;
 
 -- End attempts as in 000003; a task pending again after a back-off is delayed
--- until it is due (a release is ready at once).
+-- until it is due (a release is ready at once), and a success clears the task's
+-- last_error (before, a task that succeeded kept an earlier attempt's error).
 CREATE OR REPLACE FUNCTION readpast_end_attempts(
     p_release boolean, p_reclaim boolean,
     p_ids bigint[], p_tokens bigint[], p_outcomes text[], p_errors text[],
@@ -372,7 +398,8 @@ BEGIN
            SET state = d.state, available_at = coalesce(d.retry_at, t.available_at),
                delayed = coalesce(d.retry_at > now(), false),
                finished_at = CASE WHEN d.state = 'pending' THEN NULL ELSE now() END,
-               last_error = coalesce(nullif(d.err, ''), t.last_error),
+               -- A success clears the error of an earlier attempt (the log keeps it).
+               last_error = CASE WHEN d.state = 'succeeded' THEN NULL ELSE coalesce(nullif(d.err, ''), t.last_error) END,
                lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = false
           FROM decided d
          WHERE t.id = d.id

@@ -31,6 +31,32 @@ var nonBlockingTests = map[string]func(*testing.T, Harness){
 		heldWriterTest(t, h, queue.HoldEnqueue, true)
 	},
 	"claimer_skips_an_open_cancel_groups": func(t *testing.T, h Harness) { heldWriterTest(t, h, queue.HoldCancel, true) },
+	"claimer_of_one_skips_an_open_claim": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		if !b.s.Capabilities().ConcurrentWriters {
+			t.Skip("one writer: a second claimer waits for the first by design (see the other tests of this group)")
+		}
+		for _, grouped := range []bool{false, true} {
+			q := fmt.Sprintf("one-%t", grouped)
+			g := func(name string) string {
+				if grouped {
+					return name
+				}
+				return ""
+			}
+			b.enqueue(t, queue.NewTask{Queue: q, Body: "SELECT 1", Group: g(q + "-a")}, queue.NewTask{Queue: q, Body: "SELECT 1", Group: g(q + "-b")})
+			a, err := b.s.Hold(b.ctx, queue.HoldOp{Kind: queue.HoldClaim, Claim: queue.ClaimParams{Queue: q, Owner: "A", Limit: 1, LeaseDuration: time.Minute}})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = a.Release(context.Background()) }) // a failed assertion must not leave it open
+			ctx, cancel := context.WithTimeout(b.ctx, noWait)
+			got, err := b.s.Claim(ctx, queue.ClaimParams{Queue: q, Owner: "B", Limit: 1, LeaseDuration: time.Minute})
+			cancel()
+			require.NoError(t, err)
+			require.Len(t, got, 1, "grouped=%t: a claim of one takes the task after the one A holds", grouped)
+			require.NotEqual(t, a.Claimed()[0].ID, got[0].ID)
+			require.NoError(t, a.Release(b.ctx))
+		}
+	},
 	"hold_validates": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		for _, op := range []queue.HoldOp{

@@ -48,6 +48,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"leases", leaseTests},
 		{"finish", finishTests},
 		{"cancel", cancelTests},
+		{"agreement", agreementTests},
 		{"transactional", transactionalTests},
 		{"reads", readTests},
 		{"settings", settingsTests},

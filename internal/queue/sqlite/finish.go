@@ -81,9 +81,10 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 	lastErr := nullString(a.Error)
 	_, err = tx.Exec(`UPDATE readpast_tasks
 		SET state = ?, available_at = COALESCE(?, available_at), delayed = ?, finished_at = ?,
-		    last_error = COALESCE(?, last_error),
+		    last_error = CASE WHEN ? THEN NULL ELSE COALESCE(?, last_error) END,
 		    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
-		WHERE id = ?`, next, available, boolInt(delayed), finished, lastErr, a.TaskID)
+		WHERE id = ?`, next, available, boolInt(delayed), finished,
+		boolInt(next == queue.StateSucceeded), lastErr, a.TaskID) // a success clears an earlier attempt's error
 	if err != nil {
 		return res, fmt.Errorf("updating task %d: %w", a.TaskID, err)
 	}
@@ -92,7 +93,7 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 			return res, fmt.Errorf("counting group %s: %w", group.String, err)
 		}
 	}
-	if err := logAttempt(tx, a, attempts, q); err != nil {
+	if err := logAttempt(tx, now, a, attempts, q); err != nil {
 		return res, err
 	}
 	if chain.Valid && next.Finished() {
@@ -103,8 +104,14 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 	return res, nil
 }
 
-func logAttempt(tx *sql.Tx, a queue.Attempt, attempt int, q string) error {
+// logAttempt writes the attempt's execution-log row. An attempt without a
+// finish time ends now, one without a start time started when it ended: a row
+// never holds the zero time (the year 1), which retention would purge at once.
+func logAttempt(tx *sql.Tx, now int64, a queue.Attempt, attempt int, q string) error {
 	started, finished := micros(a.StartedAt), micros(a.FinishedAt)
+	if a.FinishedAt.IsZero() {
+		finished = now
+	}
 	if a.StartedAt.IsZero() {
 		started = finished
 	}
