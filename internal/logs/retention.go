@@ -39,9 +39,14 @@ func (r *Retention) Run(ctx context.Context) {
 	}
 }
 
-// PurgeOnce deletes everything past its age now and reports how many rows went.
+// PurgeOnce deletes everything past its age now and reports how many log rows
+// and tasks went. The throughput rollup's old buckets go too, whatever the
+// ages: it keeps a fixed window (queue.RollupMinutesKept, queue.RollupHoursKept).
 func (r *Retention) PurgeOnce(ctx context.Context) (int64, error) {
 	now := time.Now()
+	if _, err := r.Store.PurgeRollups(ctx, now); err != nil {
+		return 0, err
+	}
 	var total int64
 	if r.LogAge > 0 {
 		n, err := r.loop(ctx, now.Add(-r.LogAge), r.Store.PurgeAttempts)

@@ -159,6 +159,49 @@ func CheckLogQuery(q LogQuery) (int, error) {
 	return q.Limit, nil
 }
 
+// Span is the width of a throughput bucket.
+type Span string
+
+// The throughput rollups' spans.
+const (
+	SpanMinute Span = "minute"
+	SpanHour   Span = "hour"
+)
+
+// How long the throughput rollups keep their buckets: a day of minutes for the
+// hour and day charts, a week of hours for the week chart, with a margin.
+const (
+	RollupMinutesKept = 48 * time.Hour
+	RollupHoursKept   = 8 * 24 * time.Hour
+)
+
+// ThroughputQuery asks for the throughput buckets of one span from Since on.
+type ThroughputQuery struct {
+	Span  Span
+	Since time.Time
+}
+
+// ThroughputPoint is one bucket of one queue and outcome.
+type ThroughputPoint struct {
+	At      time.Time // the bucket's start
+	Queue   string
+	Outcome Outcome
+	N       int64
+	Busy    time.Duration // the attempts' running time, summed
+}
+
+// CheckThroughput validates a throughput query.
+func CheckThroughput(q ThroughputQuery) error {
+	keep := map[Span]time.Duration{SpanMinute: RollupMinutesKept, SpanHour: RollupHoursKept}[q.Span]
+	switch {
+	case keep == 0:
+		return &ValidationError{Field: "span", Reason: fmt.Sprintf("%q is not one of minute, hour", q.Span)}
+	case q.Since.IsZero():
+		return &ValidationError{Field: "since", Reason: "is missing: say from when"}
+	}
+	return nil
+}
+
 // Node is one ReadPast process registered in the store.
 type Node struct {
 	ID          string

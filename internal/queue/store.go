@@ -128,8 +128,16 @@ type LogStore interface {
 	// returns how many it deleted; callers loop in small batches so that no long
 	// transaction holds locks the claim path needs.
 	PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) (int64, error)
-	// PurgeTasks deletes up to batch finished tasks that finished before cutoff.
+	// PurgeTasks deletes up to batch finished tasks that finished before cutoff;
+	// the finished counts shrink with them.
 	PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error)
+	// Throughput returns the attempts that finished from q.Since on, per
+	// q.Span bucket, queue and outcome, from the throughput rollups: its cost
+	// does not grow with the log.
+	Throughput(ctx context.Context, q ThroughputQuery) ([]ThroughputPoint, error)
+	// PurgeRollups deletes throughput buckets older than their span keeps
+	// them at now (minutes: RollupMinutesKept, hours: RollupHoursKept).
+	PurgeRollups(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Listener delivers other nodes' enqueues where the database can push them

@@ -98,9 +98,22 @@ func (s *Store) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) 
 // call, skipping rows locked by anyone else (a retry, a cancel) instead of
 // waiting for them.
 func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
-	return s.purge(ctx, "purging finished tasks", `DELETE FROM readpast_tasks WHERE id IN (
-		SELECT id FROM readpast_tasks WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < $1
-		 ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
+	// The finished counts shrink in the same statement.
+	if err := queue.CheckPurge(batch); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
+		return c.QueryRow(ctx, `WITH gone AS (
+		DELETE FROM readpast_tasks WHERE id IN (
+			SELECT id FROM readpast_tasks WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < $1
+			 ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING queue, state),
+	counted AS (
+		SELECT readpast_count(array_agg(queue), array_agg(state), array_agg(-1::bigint)) FROM gone)
+	SELECT count(*) FROM gone, counted`, cutoff, batch).Scan(&n)
+	})
+	return n, wrap(err, "purging finished tasks")
 }
 
 func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time, batch int) (int64, error) {

@@ -113,9 +113,14 @@ func (s *Store) Queues(ctx context.Context) ([]queue.Queue, error) {
 // queues lists the queues with their counts per state: every queue with a
 // settings row, and any queue named only by tasks. name "" means all.
 func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) {
+	// Unfinished tasks are counted (their partial indexes do not grow with
+	// history); finished ones come from the readpast_counts rollup.
 	rows, err := s.pool.Query(ctx, `WITH counts AS (
 			SELECT queue, state, count(*) AS n FROM readpast_tasks
-			 WHERE $1 = '' OR queue = $1 GROUP BY queue, state),
+			 WHERE state IN ('pending', 'running') AND ($1 = '' OR queue = $1) GROUP BY queue, state
+			UNION ALL
+			SELECT queue, state, n FROM readpast_counts
+			 WHERE n <> 0 AND ($1 = '' OR queue = $1)),
 		names AS (
 			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
 			UNION SELECT queue FROM counts)

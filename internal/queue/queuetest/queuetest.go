@@ -54,6 +54,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"settings", settingsTests},
 		{"nodes", nodeTests},
 		{"logs", logTests},
+		{"rollups", rollupTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -79,9 +79,13 @@ func (s *Store) cancelTx(tx *sql.Tx, now int64, id int64, actor string) (queue.S
 		}
 	case queue.StatePending:
 		st = queue.StateCancelled
-		_, err := tx.Exec(`UPDATE readpast_tasks SET state = 'cancelled', finished_at = ?, finished_by = ?,
-			last_error = ?, chain_wait = 0 WHERE id = ?`, now, actor, "cancelled by "+actor, id)
+		var q string
+		err := tx.QueryRow(`UPDATE readpast_tasks SET state = 'cancelled', finished_at = ?, finished_by = ?,
+			last_error = ?, chain_wait = 0 WHERE id = ? RETURNING queue`, now, actor, "cancelled by "+actor, id).Scan(&q)
 		if err != nil {
+			return "", err
+		}
+		if err := countFinished(tx, q, st, 1); err != nil {
 			return "", err
 		}
 		if chain.Valid {
@@ -101,7 +105,8 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 		var st queue.State
 		var chain sql.NullString
 		var stage int
-		err := tx.QueryRow(`SELECT state, chain, stage FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage)
+		var q string
+		err := tx.QueryRow(`SELECT state, chain, stage, queue FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage, &q)
 		if errors.Is(err, sql.ErrNoRows) {
 			return queue.ErrNotFound
 		}
@@ -116,11 +121,19 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 		if err != nil {
 			return err
 		}
+		if err := countFinished(tx, q, st, -1); err != nil {
+			return err
+		}
 		if chain.Valid {
-			_, err := tx.Exec(`UPDATE readpast_tasks SET state = 'pending', chain_cancelled = 0, finished_at = NULL
-				WHERE chain = ? AND state = 'cancelled' AND chain_cancelled = 1 AND stage > ?`, chain.String, stage)
+			reopened, err := queryStrings(tx, `UPDATE readpast_tasks SET state = 'pending', chain_cancelled = 0, finished_at = NULL
+				WHERE chain = ? AND state = 'cancelled' AND chain_cancelled = 1 AND stage > ? RETURNING queue`, chain.String, stage)
 			if err != nil {
 				return fmt.Errorf("reopening chain %s: %w", chain.String, err)
+			}
+			for _, rq := range reopened {
+				if err := countFinished(tx, rq, queue.StateCancelled, -1); err != nil {
+					return err
+				}
 			}
 			if err := refreshChain(tx, chain.String); err != nil {
 				return err

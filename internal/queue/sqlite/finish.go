@@ -93,6 +93,9 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 			return res, fmt.Errorf("counting group %s: %w", group.String, err)
 		}
 	}
+	if err := countFinished(tx, q, next, 1); err != nil {
+		return res, err
+	}
 	if err := logAttempt(tx, now, a, attempts, q); err != nil {
 		return res, err
 	}
@@ -124,7 +127,7 @@ func logAttempt(tx *sql.Tx, now int64, a queue.Attempt, attempt int, q string) e
 	if err != nil {
 		return fmt.Errorf("writing execution log of task %d: %w", a.TaskID, err)
 	}
-	return nil
+	return countAttempt(tx, q, a.Outcome, finished, (finished-started)/1000)
 }
 
 // ReclaimExpired implements queue.Store.

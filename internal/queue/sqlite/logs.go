@@ -93,11 +93,43 @@ func (s *Store) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) 
 		(SELECT id FROM readpast_attempts WHERE finished_at < ? ORDER BY finished_at LIMIT ?)`, cutoff, batch)
 }
 
-// PurgeTasks implements queue.LogStore.
+// PurgeTasks implements queue.LogStore; the finished counts shrink in the same
+// transaction.
 func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
-	return s.purge(ctx, "purging finished tasks", `DELETE FROM readpast_tasks WHERE id IN
-		(SELECT id FROM readpast_tasks INDEXED BY readpast_tasks_finished
-		  WHERE state IN ('succeeded','failed','cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`, cutoff, batch)
+	if err := queue.CheckPurge(batch); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.write(ctx, "purging finished tasks", func(ctx context.Context, tx *sql.Tx, _ int64) error {
+		rows, err := tx.QueryContext(ctx, `DELETE FROM readpast_tasks WHERE id IN
+			(SELECT id FROM readpast_tasks INDEXED BY readpast_tasks_finished
+			  WHERE state IN ('succeeded','failed','cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)
+			RETURNING queue, state`, micros(cutoff), batch)
+		if err != nil {
+			return err
+		}
+		gone := map[[2]string]int64{}
+		for rows.Next() {
+			var k [2]string
+			if err := rows.Scan(&k[0], &k[1]); err != nil {
+				rows.Close()
+				return err
+			}
+			gone[k]++
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for k, by := range gone {
+			if err := countFinished(tx, k[0], queue.State(k[1]), -by); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time, batch int) (int64, error) {

@@ -1,0 +1,64 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// throughputQuery reads the buckets of one span from @since's bucket on.
+var throughputQuery = query{
+	name: "throughput",
+	text: `SET NOCOUNT ON;
+SELECT r.bucket, r.queue, r.outcome, r.n, r.busy_ms
+FROM dbo.readpast_throughput AS r
+WHERE r.span = @span
+  AND r.bucket >= CASE @span WHEN 'minute' THEN DATEADD(minute, DATEDIFF(minute, 0, @since), 0)
+                             ELSE DATEADD(hour, DATEDIFF(hour, 0, @since), 0) END
+ORDER BY r.bucket, r.queue, r.outcome;
+`,
+	params: []string{"span", "since"},
+}
+
+// purgeRollupsBatch deletes the buckets past their span's keep.
+var purgeRollupsBatch = query{
+	name: "purge-rollups",
+	text: `SET NOCOUNT ON;
+DELETE FROM dbo.readpast_throughput
+WHERE (span = 'minute' AND bucket < @minutes) OR (span = 'hour' AND bucket < @hours);
+SELECT @@ROWCOUNT;
+`,
+	params: []string{"minutes", "hours"},
+}
+
+// Throughput implements queue.Store: the buckets of readpast_throughput.
+func (s *Store) Throughput(ctx context.Context, q queue.ThroughputQuery) ([]queue.ThroughputPoint, error) {
+	if err := queue.CheckThroughput(q); err != nil {
+		return nil, err
+	}
+	args := []any{sql.Named("span", varchar(string(q.Span))), sql.Named("since", datetime2(q.Since))}
+	points, err := queryAll(ctx, s.db, throughputQuery.text, args, func(r *sql.Rows) (queue.ThroughputPoint, error) {
+		var (
+			p       queue.ThroughputPoint
+			outcome string
+			busy    int64
+		)
+		err := r.Scan(&p.At, &p.Queue, &outcome, &p.N, &busy)
+		p.At, p.Outcome, p.Busy = p.At.UTC(), queue.Outcome(outcome), time.Duration(busy)*time.Millisecond
+		return p, err
+	})
+	return points, wrap("reading the throughput rollup", err)
+}
+
+// PurgeRollups implements queue.Store.
+func (s *Store) PurgeRollups(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return c.QueryRowContext(ctx, purgeRollupsBatch.text,
+			sql.Named("minutes", datetime2(now.Add(-queue.RollupMinutesKept))),
+			sql.Named("hours", datetime2(now.Add(-queue.RollupHoursKept)))).Scan(&n)
+	})
+	return n, wrap("purging the throughput rollup", err)
+}

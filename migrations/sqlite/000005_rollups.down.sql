@@ -1,0 +1,2 @@
+DROP TABLE readpast_throughput;
+DROP TABLE readpast_counts;

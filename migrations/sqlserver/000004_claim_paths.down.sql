@@ -1,0 +1,8 @@
+DROP INDEX readpast_tasks_finished ON dbo.readpast_tasks;
+DROP INDEX readpast_tasks_delayed ON dbo.readpast_tasks;
+DROP INDEX readpast_tasks_ready_grouped ON dbo.readpast_tasks;
+DROP INDEX readpast_tasks_ready ON dbo.readpast_tasks;
+CREATE INDEX readpast_tasks_claim ON dbo.readpast_tasks (queue, priority, available_at, id)
+    INCLUDE (group_name) WHERE state = 'pending' AND chain_wait = 0;
+ALTER TABLE dbo.readpast_tasks DROP CONSTRAINT readpast_tasks_delayed_df;
+ALTER TABLE dbo.readpast_tasks DROP COLUMN delayed;

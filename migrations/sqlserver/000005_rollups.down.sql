@@ -1,0 +1,2 @@
+DROP TABLE dbo.readpast_throughput;
+DROP TABLE dbo.readpast_counts;
