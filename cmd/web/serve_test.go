@@ -64,7 +64,7 @@ func TestServeRunsAndStops(t *testing.T) {
 	ids, err := s.Enqueue(context.Background(), []queue.NewTask{{Body: "CREATE TABLE served (n int)"}})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		task, err := s.Get(context.Background(), ids[0])
+		task, err := s.Get(context.Background(), ids[0].ID)
 		return err == nil && task.State == queue.StateSucceeded
 	}, 20*time.Second, 20*time.Millisecond, "the node's workers must run the task")
 

@@ -48,12 +48,12 @@ func latency(ctx context.Context, c Config) (*LatencyResult, error) {
 	for i := 0; i < c.LatencyTasks; i++ {
 		<-tick.C
 		at := time.Now()
-		ids, err := s.Enqueue(ctx, []queue.NewTask{{Queue: latencyQueue, Body: noop}})
+		res, err := s.Enqueue(ctx, []queue.NewTask{{Queue: latencyQueue, Body: noop}})
 		if err != nil {
 			return nil, err
 		}
 		nodes[0].Wake(latencyQueue)
-		enqueued[ids[0]] = at
+		enqueued[res[0].ID] = at
 	}
 	var starts, finishes []time.Duration
 	deadline := time.Now().Add(30 * time.Second)

@@ -35,6 +35,9 @@ type NewTask struct {
 	Transactional     bool
 	ContinueOnFailure bool // applies to the whole chain; set it on any task of the chain
 	CreatedBy         string
+	// UniqueKey, when set, makes the enqueue a no-op while an unfinished task
+	// of the same queue has the same key (Enqueued.Duplicate).
+	UniqueKey string
 }
 
 var queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
@@ -114,6 +117,9 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	}
 	if len(t.CreatedBy) > MaxNameLength {
 		return bad("created_by", "is longer than %d bytes", MaxNameLength)
+	}
+	if err := checkName("unique_key", t.UniqueKey); err != nil {
+		return NewTask{}, err
 	}
 	return t, nil
 }

@@ -6,6 +6,23 @@ import (
 	"time"
 )
 
+// Enqueued is what became of one task given to Store.Enqueue.
+type Enqueued struct {
+	ID int64
+	// Duplicate: an unfinished (pending or running) task of the same queue
+	// has the task's unique key; ID is that task's and nothing was written.
+	Duplicate bool
+}
+
+// IDs returns the ids of enqueue results, in order.
+func IDs(res []Enqueued) []int64 {
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
 // ClaimParams says what to claim.
 type ClaimParams struct {
 	Queue         string

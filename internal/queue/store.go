@@ -40,9 +40,12 @@ type SchemaStore interface {
 // TaskStore is the task life cycle: enqueue, claim, lease upkeep, the end of
 // an attempt, and the reads of one task.
 type TaskStore interface {
-	// Enqueue writes all tasks in one transaction and returns their ids in order.
-	// Invalid input gives a *ValidationError and writes nothing.
-	Enqueue(ctx context.Context, tasks []NewTask) ([]int64, error)
+	// Enqueue writes all tasks in one transaction and says, in input order,
+	// what became of each: its new id, or, for a task whose unique key an
+	// unfinished task of its queue already has, that task's id (Duplicate:
+	// nothing was written for it). Invalid input gives a *ValidationError and
+	// writes nothing.
+	Enqueue(ctx context.Context, tasks []NewTask) ([]Enqueued, error)
 	// Claim leases up to p.Limit claimable tasks of p.Queue in one round trip
 	// (SPEC §4) and returns them running, with a fresh LeaseToken each.
 	Claim(ctx context.Context, p ClaimParams) ([]*Task, error)

@@ -84,6 +84,7 @@ type Task struct {
 	StartedAt         time.Time // start of the latest attempt; zero before the first
 	FinishedAt        time.Time // zero until the task is finished
 	LastError         string
+	UniqueKey         string // "" when the task has none
 
 	// Why says, for a pending task that cannot be claimed now, what it waits for.
 	// Only Store.Get fills it.

@@ -127,9 +127,9 @@ func (e *Env) Target(t *testing.T) target.Target {
 // Enqueue writes tasks and fails the test on error.
 func (e *Env) Enqueue(t *testing.T, tasks ...queue.NewTask) []int64 {
 	t.Helper()
-	ids, err := e.Store.Enqueue(e.Ctx, tasks)
+	res, err := e.Store.Enqueue(e.Ctx, tasks)
 	require.NoError(t, err, "enqueueing %d tasks", len(tasks))
-	return ids
+	return queue.IDs(res)
 }
 
 // WaitState waits until task id is in state want and returns it.

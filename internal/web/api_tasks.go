@@ -21,10 +21,11 @@ func (s *Server) createTask(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ids, err := s.d.Store.Enqueue(ctx, []queue.NewTask{t})
+	res, err := s.d.Store.Enqueue(ctx, []queue.NewTask{t})
 	if err != nil {
 		return err
 	}
+	ids := queue.IDs(res)
 	s.wake(t.Queue)
 	stored, err := s.d.Store.Get(ctx, ids[0])
 	if err != nil {
@@ -82,10 +83,11 @@ func (s *Server) createBatch(c echo.Context) error {
 		}
 		tasks[i] = t
 	}
-	ids, err := s.d.Store.Enqueue(c.Request().Context(), tasks)
+	res, err := s.d.Store.Enqueue(c.Request().Context(), tasks)
 	if err != nil {
 		return err
 	}
+	ids := queue.IDs(res)
 	woken := map[string]bool{}
 	for _, t := range tasks {
 		if !woken[t.Queue] {

@@ -65,7 +65,8 @@ func (u *ui) enqueue(c echo.Context) error {
 	}
 	ctx, cancel := storeContext(c)
 	defer cancel()
-	ids, err := u.store.Enqueue(ctx, tasks)
+	res, err := u.store.Enqueue(ctx, tasks)
+	ids := queue.IDs(res)
 	var ve *queue.ValidationError
 	if errors.As(err, &ve) {
 		field, msg := formField(ve)

@@ -134,9 +134,9 @@ func (e *uiEnv) csrf() string {
 
 func (e *uiEnv) enqueue(tasks ...queue.NewTask) []int64 {
 	e.t.Helper()
-	ids, err := e.store.Enqueue(e.ctx, tasks)
+	res, err := e.store.Enqueue(e.ctx, tasks)
 	require.NoError(e.t, err)
-	return ids
+	return queue.IDs(res)
 }
 
 func (e *uiEnv) waitState(id int64, st queue.State, within time.Duration) {

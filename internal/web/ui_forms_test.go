@@ -194,7 +194,7 @@ func TestViewerCannotOperate(t *testing.T) {
 	env := newAPIEnv(t, apiOpts{tokens: true})
 	id, err := env.store.Enqueue(env.ctx, []queue.NewTask{{Body: "SELECT 1", Delay: time.Hour}})
 	require.NoError(t, err)
-	for _, path := range []string{"/", "/tasks", taskURL(id[0]), "/logs", "/nodes"} {
+	for _, path := range []string{"/", "/tasks", taskURL(id[0].ID), "/logs", "/nodes"} {
 		req := env.newRequest("GET", path, testViewerToken, "")
 		req.Header.Set("Accept", "text/html")
 		r := env.send(req, nil)
@@ -205,7 +205,7 @@ func TestViewerCannotOperate(t *testing.T) {
 	req := env.newRequest("GET", "/tasks/new", testViewerToken, "")
 	req.Header.Set("Accept", "text/html")
 	require.Equal(t, http.StatusForbidden, env.send(req, nil).status, "the enqueue form is the operator's")
-	post := env.newRequest("POST", fmt.Sprintf("/tasks/%d/cancel", id[0]), testViewerToken, "")
+	post := env.newRequest("POST", fmt.Sprintf("/tasks/%d/cancel", id[0].ID), testViewerToken, "")
 	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	require.Equal(t, http.StatusForbidden, env.send(post, nil).status)
 	unauth := env.newRequest("GET", "/tasks", "", "")

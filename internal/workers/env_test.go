@@ -54,9 +54,9 @@ func sleepBody(t *testing.T, dialect string, d time.Duration) string {
 
 func (e env) enqueue(t *testing.T, tasks ...queue.NewTask) []int64 {
 	t.Helper()
-	ids, err := e.store.Enqueue(e.ctx, tasks)
+	res, err := e.store.Enqueue(e.ctx, tasks)
 	require.NoError(t, err)
-	return ids
+	return queue.IDs(res)
 }
 
 func (e env) waitState(t *testing.T, id int64, want queue.State, within time.Duration) *queue.Task {

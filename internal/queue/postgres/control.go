@@ -38,6 +38,9 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 			Scan(&found, &changed, &state)
 	})
 	switch {
+	case isUniqueViolation(err):
+		return fmt.Errorf("postgres: retrying task %d: another unfinished task of its queue has its unique key (or one of the chain tasks it reopens): %w",
+			id, queue.ErrInvalidState)
 	case err != nil:
 		return wrap(err, "retrying task %d", id)
 	case !found:

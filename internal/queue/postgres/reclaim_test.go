@@ -18,7 +18,8 @@ func TestReclaimLogsTheLatestAttemptFromItsClaim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, s.Migrate(ctx))
-	ids, err := s.Enqueue(ctx, []queue.NewTask{{Queue: "r", Body: "SELECT 1", MaxAttempts: 3}})
+	enq, err := s.Enqueue(ctx, []queue.NewTask{{Queue: "r", Body: "SELECT 1", MaxAttempts: 3}})
+	ids := queue.IDs(enq)
 	require.NoError(t, err)
 	claim := func(lease time.Duration) *queue.Task {
 		t.Helper()

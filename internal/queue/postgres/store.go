@@ -161,3 +161,9 @@ func (s *Store) execTag(ctx context.Context, sql string, args ...any) (pgconn.Co
 	})
 	return tag, err
 }
+
+// isUniqueViolation reports whether err is PostgreSQL's unique_violation.
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}

@@ -38,6 +38,7 @@ func Exercise(t *testing.T, h Harness) {
 	}{
 		{"schema", schemaTests},
 		{"enqueue", enqueueTests},
+		{"unique", uniqueTests},
 		{"claim", claimTests},
 		{"concurrency", concurrencyTests},
 		{"cutoff", cutoffTests},
@@ -92,10 +93,10 @@ func past(d time.Duration) time.Time { return time.Now().Add(-time.Hour - d) }
 // enqueue writes tasks and fails the test on error.
 func (b bundle) enqueue(t *testing.T, tasks ...queue.NewTask) []int64 {
 	t.Helper()
-	ids, err := b.s.Enqueue(b.ctx, tasks)
+	res, err := b.s.Enqueue(b.ctx, tasks)
 	require.NoError(t, err, "enqueueing %d tasks", len(tasks))
-	require.Len(t, ids, len(tasks))
-	return ids
+	require.Len(t, res, len(tasks))
+	return queue.IDs(res)
 }
 
 // claim claims up to n tasks of queue q with a 1-minute lease.

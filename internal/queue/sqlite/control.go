@@ -118,6 +118,9 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 		}
 		_, err = tx.Exec(`UPDATE readpast_tasks SET state = 'pending', available_at = ?, delayed = 0, retry_base = attempts,
 			finished_at = NULL, finished_by = NULL, cancel_requested = 0, chain_cancelled = 0 WHERE id = ?`, now, id)
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: another unfinished task of queue %s has the unique key of task %d", queue.ErrInvalidState, q, id)
+		}
 		if err != nil {
 			return err
 		}
@@ -127,6 +130,9 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 		if chain.Valid {
 			reopened, err := queryStrings(tx, `UPDATE readpast_tasks SET state = 'pending', chain_cancelled = 0, finished_at = NULL
 				WHERE chain = ? AND state = 'cancelled' AND chain_cancelled = 1 AND stage > ? RETURNING queue`, chain.String, stage)
+			if isUniqueViolation(err) {
+				return fmt.Errorf("%w: a task of chain %s that the retry would reopen has the unique key of an unfinished task", queue.ErrInvalidState, chain.String)
+			}
 			if err != nil {
 				return fmt.Errorf("reopening chain %s: %w", chain.String, err)
 			}

@@ -9,26 +9,29 @@ import (
 )
 
 // Enqueue implements queue.Store.
-func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, error) {
+func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
 	tasks, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
+	var out []queue.Enqueued
 	err = s.write(ctx, "enqueueing tasks", func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var err error
-		ids, err = enqueueTx(ctx, tx, now, tasks)
+		out, err = enqueueTx(ctx, tx, now, tasks)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return ids, nil
+	return out, nil
 }
 
 // enqueueTx writes normalized tasks inside the caller's write transaction.
-func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask) ([]int64, error) {
-	ids := make([]int64, 0, len(tasks))
+// A keyed task whose key an unfinished task of its queue holds is that task:
+// the partial unique index readpast_tasks_unique arbitrates (SQLite's one
+// writer makes the look-up after it race-free).
+func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask) ([]queue.Enqueued, error) {
+	out := make([]queue.Enqueued, 0, len(tasks))
 	chains := map[string]bool{}
 	for _, t := range tasks {
 		if err := ensureRows(tx, now, t); err != nil {
@@ -40,8 +43,9 @@ func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask
 	}
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO readpast_tasks
 		(queue, body, priority, available_at, delayed, group_name, chain, stage, continue_on_failure,
-		 max_attempts, timeout_ms, transactional, created_at, created_by)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		 max_attempts, timeout_ms, transactional, created_at, created_by, unique_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('pending', 'running') DO NOTHING`)
 	if err != nil {
 		return nil, err
 	}
@@ -52,22 +56,35 @@ func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask
 			at = micros(t.AvailableAt)
 		}
 		res, err := ins.ExecContext(ctx, t.Queue, t.Body, *t.Priority, at, boolInt(at > now), nullString(t.Group), nullString(t.Chain),
-			t.Stage, boolInt(t.ContinueOnFailure), t.MaxAttempts, t.Timeout.Milliseconds(), boolInt(t.Transactional), now, t.CreatedBy)
+			t.Stage, boolInt(t.ContinueOnFailure), t.MaxAttempts, t.Timeout.Milliseconds(), boolInt(t.Transactional), now, t.CreatedBy,
+			nullString(t.UniqueKey))
 		if err != nil {
 			return nil, fmt.Errorf("inserting task: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			var id int64
+			err := tx.QueryRowContext(ctx, `SELECT id FROM readpast_tasks
+				WHERE queue = ? AND unique_key = ? AND state IN ('pending', 'running')`, t.Queue, t.UniqueKey).Scan(&id)
+			if err != nil {
+				return nil, fmt.Errorf("finding the unfinished task with unique key %q: %w", t.UniqueKey, err)
+			}
+			out = append(out, queue.Enqueued{ID: id, Duplicate: true})
+			continue
 		}
 		id, err := res.LastInsertId()
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		out = append(out, queue.Enqueued{ID: id})
 	}
 	for c := range chains {
 		if err := refreshChain(tx, c); err != nil {
 			return nil, err
 		}
 	}
-	return ids, nil
+	return out, nil
 }
 
 // ensureRows creates the queue, group and chain rows a task names.

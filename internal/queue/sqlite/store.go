@@ -199,3 +199,8 @@ func (s *Store) audit(tx *sql.Tx, now int64, actor, action, target, detail strin
 	}
 	return nil
 }
+
+// isUniqueViolation reports whether err is SQLite's UNIQUE constraint failure.
+func isUniqueViolation(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}

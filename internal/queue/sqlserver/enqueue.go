@@ -36,7 +36,7 @@ type jsonTask struct {
 
 // Enqueue validates every task, then writes them all in one transaction and one
 // round trip, and returns their ids in input order.
-func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, error) {
+func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
 	norm, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,11 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]int64, er
 	if len(ids) != len(norm) {
 		return nil, fmt.Errorf("sqlserver: enqueueing %d tasks: the batch returned %d ids", len(norm), len(ids))
 	}
-	return ids, nil
+	out := make([]queue.Enqueued, len(ids))
+	for i, id := range ids {
+		out[i] = queue.Enqueued{ID: id}
+	}
+	return out, nil
 }
 
 // enqueueArgs encodes normalized tasks as the enqueue batch's @tasks JSON. It
@@ -84,6 +88,9 @@ func enqueueArgs(tasks []queue.NewTask) ([]any, error) {
 				return fmt.Sprintf("tasks[%d].%s", i, name)
 			}
 			return name
+		}
+		if t.UniqueKey != "" {
+			return nil, &queue.ValidationError{Field: field("unique_key"), Reason: "is not supported by the SQL Server store of this build"}
 		}
 		j := jsonTask{
 			Queue:         t.Queue,

@@ -1,0 +1,2 @@
+DROP INDEX readpast_tasks_unique;
+ALTER TABLE readpast_tasks DROP COLUMN unique_key;
