@@ -71,6 +71,7 @@ type WaitInfo struct {
 	GroupMax     int
 	Queue        string
 	QueuePaused  bool
+	QueueWorkers *int // the queue's workers setting; nil: each node's default
 	QueueMax     *int
 	QueueRunning int
 	// WriterBusy: a transactional task holds SQLite's one writer, and
@@ -84,6 +85,9 @@ func (w WaitInfo) Why() string {
 	var r []string
 	if w.QueuePaused {
 		r = append(r, fmt.Sprintf("queue %s is paused", w.Queue))
+	}
+	if w.QueueWorkers != nil && *w.QueueWorkers == 0 {
+		r = append(r, fmt.Sprintf("queue %s is set to 0 workers: no node runs its tasks until its workers are raised", w.Queue))
 	}
 	if w.AvailableAt.After(w.Now) {
 		r = append(r, "delayed until "+w.AvailableAt.UTC().Format(time.RFC3339))

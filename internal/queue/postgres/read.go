@@ -13,7 +13,7 @@ import (
 // settings and running count (only when capped), the group's counter, and the
 // lowest unfinished stage of its chain (only when it waits on it).
 var getSQL = `SELECT ` + taskColumnsOf("t") + `, now(),
-		coalesce(q.paused, false), q.max_running,
+		coalesce(q.paused, false), q.workers, q.max_running,
 		CASE WHEN q.max_running IS NOT NULL THEN
 			(SELECT count(*) FROM readpast_tasks r WHERE r.queue = t.queue AND r.state = 'running') ELSE 0 END,
 		coalesce(g.running, 0), coalesce(g.max_running, 1),
@@ -36,7 +36,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 		queueRunning, chainOpen        int64
 		groupRunning, groupMax, chainS int
 	)
-	t, err := scanTask(s.pool.QueryRow(ctx, getSQL, id), &now, &w.QueuePaused, &queueMax, &queueRunning,
+	t, err := scanTask(s.pool.QueryRow(ctx, getSQL, id), &now, &w.QueuePaused, &w.QueueWorkers, &queueMax, &queueRunning,
 		&groupRunning, &groupMax, &chainS, &chainOpen)
 	switch {
 	case isNoRows(err):

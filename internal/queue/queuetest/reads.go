@@ -86,5 +86,11 @@ var readTests = map[string]func(*testing.T, Harness){
 		b.claim(t, queue.DefaultQueue, 1)
 		require.Contains(t, b.get(t, id[1]).Why, "group mutex is full (1 of 1 running)")
 		require.Empty(t, b.get(t, id[0]).Why, "a running task does not wait")
+
+		idle := b.enqueue(t, queue.NewTask{Body: "SELECT 1", Queue: "idle"})[0]
+		require.Empty(t, b.get(t, idle).Why, "nothing holds it back")
+		_, err := b.s.UpdateQueue(b.ctx, "idle", queue.QueueUpdate{Workers: intp(0), Actor: "op"})
+		require.NoError(t, err)
+		require.Contains(t, b.get(t, idle).Why, "queue idle is set to 0 workers", "a queue nobody works says so")
 	},
 }

@@ -92,9 +92,9 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 
 func (s *Store) why(ctx context.Context, t *queue.Task) (string, error) {
 	w := queue.WaitInfo{Now: s.nowFor(), AvailableAt: t.AvailableAt, Queue: t.Queue, Chain: t.Chain, ChainWait: t.ChainWait, Group: t.Group}
-	var maxRunning sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT paused, max_running, (SELECT count(*) FROM readpast_tasks WHERE state = 'running' AND queue = ?1)
-		FROM readpast_queues WHERE name = ?1`, t.Queue).Scan(&w.QueuePaused, &maxRunning, &w.QueueRunning)
+	var maxRunning, workers sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT paused, workers, max_running, (SELECT count(*) FROM readpast_tasks WHERE state = 'running' AND queue = ?1)
+		FROM readpast_queues WHERE name = ?1`, t.Queue).Scan(&w.QueuePaused, &workers, &maxRunning, &w.QueueRunning)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("reading queue %s: %w", t.Queue, err)
 	}
@@ -102,6 +102,7 @@ func (s *Store) why(ctx context.Context, t *queue.Task) (string, error) {
 		m := int(maxRunning.Int64)
 		w.QueueMax = &m
 	}
+	w.QueueWorkers = intPtr(workers)
 	if t.Group != "" {
 		err := s.r.QueryRowContext(ctx, `SELECT running, max_running FROM readpast_groups WHERE name = ?`, t.Group).Scan(&w.GroupRunning, &w.GroupMax)
 		if err != nil {
