@@ -11,6 +11,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlrun"
 )
 
 type sqliteTarget struct{ db *sql.DB }
@@ -54,11 +55,20 @@ func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(stri
 	if err := conn.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
 		return res, err
 	}
-	for i, batch := range queue.SplitGo(body) {
-		if _, err := conn.ExecContext(ctx, batch); err != nil {
-			res.RowsAffected = changesSince(conn, before)
-			return res, fmt.Errorf("batch %d: %w", i+1, err)
+	err = sqlrun.WithSQLiteContext(ctx, func() error {
+		for i, batch := range queue.SplitGo(body) {
+			if _, err := conn.ExecContext(ctx, batch); err != nil {
+				if ctx.Err() != nil {
+					err = context.Cause(ctx)
+				}
+				return fmt.Errorf("batch %d: %w", i+1, err)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		res.RowsAffected = changesSince(conn, before)
+		return res, err
 	}
 	if err := conn.QueryRowContext(context.WithoutCancel(ctx), `SELECT total_changes()`).Scan(&after); err == nil {
 		res.RowsAffected = after - before

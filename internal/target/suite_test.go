@@ -196,6 +196,33 @@ func TestDeadlineStopsTheStatementOnTheServer(t *testing.T) {
 				"the WAITFOR must not be running any more (the test login needs VIEW SERVER STATE)")
 		}
 		run(t, e, tgt, "SELECT 1") // the target serves the next body
+		if e.Dialect == testenv.SQLite {
+			// A busy statement, not a sleep, is stopped between its steps.
+			ctx, cancel := context.WithTimeout(e.Ctx, time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := tgt.Run(ctx, testenv.CountingSleepBody(t, time.Minute), nil)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.Less(t, time.Since(start), 5*time.Second)
+		}
+	})
+}
+
+// SQLite connections get sleep(seconds), so a task can take time on the
+// embedded default as pg_sleep or WAITFOR DELAY make it elsewhere.
+func TestSQLiteSleep(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, e *testenv.Env, tgt target.Target) {
+		if e.Dialect != testenv.SQLite {
+			t.Skip("sleep() is what ReadPast gives SQLite connections")
+		}
+		start := time.Now()
+		run(t, e, tgt, "SELECT sleep(0.3)")
+		require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+		for _, bad := range []string{"SELECT sleep(-1)", "SELECT sleep('x')", "SELECT sleep(100000)"} {
+			_, err := tgt.Run(e.Ctx, bad, nil)
+			require.ErrorContains(t, err, "sleep(seconds) takes a number of seconds", "%q", bad)
+		}
 	})
 }
 

@@ -9,9 +9,8 @@ import (
 )
 
 // SleepBody is a task body that runs for about dur on the dialect and can be
-// cancelled on the server: pg_sleep, WAITFOR DELAY, and on SQLite, which has no
-// sleep, a recursive count sized by a measured rate (the race detector slows
-// it several times), which sqlite3_interrupt stops.
+// cancelled on the server: pg_sleep, WAITFOR DELAY, and the sleep function
+// ReadPast gives SQLite connections (internal/sqlrun).
 func SleepBody(t *testing.T, d Dialect, dur time.Duration) string {
 	t.Helper()
 	switch d {
@@ -21,6 +20,14 @@ func SleepBody(t *testing.T, d Dialect, dur time.Duration) string {
 		ms := dur.Milliseconds()
 		return fmt.Sprintf("WAITFOR DELAY '%02d:%02d:%02d.%03d'", ms/3600000, ms/60000%60, ms/1000%60, ms%1000)
 	}
+	return fmt.Sprintf("SELECT sleep(%.3f)", dur.Seconds())
+}
+
+// CountingSleepBody is a body that keeps SQLite's virtual machine busy for
+// about dur (a recursive count sized by a measured rate): what a heavy query
+// is, as opposed to a sleep. sqlite3_interrupt stops it between its steps.
+func CountingSleepBody(t *testing.T, dur time.Duration) string {
+	t.Helper()
 	return fmt.Sprintf("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) SELECT count(*) FROM c",
 		int64(dur.Seconds()*sqliteCountRate(t))+1)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlrun"
 )
 
 // RunTransactional implements queue.Store (docs/WORKERS.md, "Transactional
@@ -59,7 +60,10 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	held := s.now()
-	res.RowsAffected, res.BodyErr = runBody(ctx, tx, batches)
+	_ = sqlrun.WithSQLiteContext(ctx, func() error {
+		res.RowsAffected, res.BodyErr = runBody(ctx, tx, batches)
+		return nil
+	})
 
 	dctx, cancel := queue.Detached(ctx)
 	defer cancel()
