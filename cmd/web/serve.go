@@ -51,7 +51,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	handler, err := web.New(web.Deps{Store: store, Node: node, Logger: log, Version: version, Lease: cfg.Lease,
-		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken, MaxBodyBytes: cfg.MaxBodyBytes, Metrics: metrics})
+		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken, MaxBodyBytes: cfg.MaxBodyBytes, Metrics: metrics,
+		TargetDialect: tgt.Dialect()})
 	if err != nil {
 		return err
 	}

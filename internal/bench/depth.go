@@ -114,14 +114,20 @@ func measureClaims(ctx context.Context, s queue.Store, pending, history int) (De
 
 // addHistory enqueues n tasks and marks them finished directly in SQL: a
 // million real finish transactions would take longer than the measurement and
-// leave the same rows.
+// leave the same rows. The finished counts the store keeps beside the tasks
+// (readpast_counts) are set to what the queue now holds, as a finish would
+// have kept them.
 func addHistory(ctx context.Context, c Config, n int) error {
 	if _, err := enqueueBulk(ctx, c.Store, n, queue.NewTask{Queue: historyQueue, Body: noop}); err != nil {
 		return err
 	}
 	now := map[string]string{"postgres": "now()", "sqlserver": "SYSUTCDATETIME()",
 		"sqlite": "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"}[c.Dialect]
-	_, err := c.Target.Run(ctx, fmt.Sprintf(`UPDATE readpast_tasks SET state = 'succeeded', attempts = 1, finished_at = %s
-		WHERE queue = '%s' AND state = 'pending'`, now, historyQueue), nil)
+	_, err := c.Target.Run(ctx, fmt.Sprintf(`UPDATE readpast_tasks SET state = 'succeeded', attempts = 1, finished_at = %[1]s
+		WHERE queue = '%[2]s' AND state = 'pending';
+		DELETE FROM readpast_counts WHERE queue = '%[2]s';
+		INSERT INTO readpast_counts (queue, state, n)
+		SELECT queue, state, count(*) FROM readpast_tasks
+		 WHERE queue = '%[2]s' AND state IN ('succeeded', 'failed', 'cancelled') GROUP BY queue, state;`, now, historyQueue), nil)
 	return err
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"time"
 	"unicode/utf8"
+
+	"readpast/internal/sqlscript"
 )
 
 // Defaults of SPEC §3.
@@ -76,6 +78,9 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 		return bad("body", "is %d bytes, over the limit of %d bytes", len(t.Body), maxBody)
 	case !utf8.ValidString(t.Body):
 		return bad("body", "is not valid UTF-8 text")
+	}
+	if err := sqlscript.Check(t.Body); err != nil {
+		return bad("body", "has a GO line sqlcmd would refuse: %v", err)
 	}
 	if t.Priority == nil {
 		p := DefaultPriority

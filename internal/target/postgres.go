@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"readpast/internal/queue"
 	"readpast/internal/sqlrun"
+	"readpast/internal/sqlscript"
 )
 
 // defaultTargetConns caps the target pool unless the DSN sets pool_max_conns:
@@ -61,6 +61,10 @@ func (t *postgresTarget) Close() error    { t.pool.Close(); return nil }
 // together with the last batch, so a one-batch body costs one round trip
 // (docs/BENCHMARKS.md: the separate reset cost a tenth of the throughput).
 func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(string)) (res Result, err error) {
+	runs, err := sqlscript.Runs(body, sqlscript.PostgreSQL)
+	if err != nil {
+		return res, err
+	}
 	conn, err := t.pool.Acquire(ctx)
 	if err != nil {
 		return res, fmt.Errorf("connecting to the target: %w", err)
@@ -84,12 +88,11 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 			err = errOpenTransaction
 		}
 	}()
-	batches := queue.SplitGo(body)
-	for i, batch := range batches {
-		queries := []string{batch}
+	for i, run := range runs {
+		queries := []string{run.Text}
 		// A COPY FROM STDIN answers with CopyFail and must not find a query
 		// waiting behind it: the server would read it as COPY data.
-		last := i == len(batches)-1 && !strings.Contains(strings.ToLower(batch), "stdin")
+		last := i == len(runs)-1 && !strings.Contains(strings.ToLower(run.Text), "stdin")
 		if last {
 			queries = append(queries, resetSession)
 		}
@@ -97,17 +100,17 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 		if ctx.Err() != nil {
 			// Stopped by its deadline or a cancel: say so, not the server's
 			// "canceling statement due to user request".
-			return res, fmt.Errorf("batch %d: %w", i+1, context.Cause(ctx))
+			return res, labelled(runs, i, context.Cause(ctx))
 		}
 		if ioErr != nil {
-			return res, fmt.Errorf("batch %d: %w", i+1, ioErr)
+			return res, labelled(runs, i, ioErr)
 		}
 		res.RowsAffected += out[0].Rows
 		if last {
 			reset = out[1].Err == nil
 		}
 		if err := out[0].Err; err != nil {
-			return res, fmt.Errorf("batch %d: %w", i+1, err)
+			return res, labelled(runs, i, err)
 		}
 	}
 	return res, nil

@@ -10,8 +10,8 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
-	"readpast/internal/queue"
 	"readpast/internal/sqlrun"
+	"readpast/internal/sqlscript"
 )
 
 type sqliteTarget struct{ db *sql.DB }
@@ -41,6 +41,10 @@ func (t *sqliteTarget) Close() error    { return t.db.Close() }
 // (sqlite3_interrupt) when ctx ends.
 func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(string)) (Result, error) {
 	var res Result
+	runs, err := sqlscript.Runs(body, sqlscript.SQLite)
+	if err != nil {
+		return res, err
+	}
 	conn, err := t.db.Conn(ctx)
 	if err != nil {
 		return res, fmt.Errorf("connecting to the target: %w", err)
@@ -56,12 +60,12 @@ func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(stri
 		return res, err
 	}
 	err = sqlrun.WithSQLiteContext(ctx, func() error {
-		for i, batch := range queue.SplitGo(body) {
-			if _, err := conn.ExecContext(ctx, batch); err != nil {
+		for i, run := range runs {
+			if _, err := conn.ExecContext(ctx, run.Text); err != nil {
 				if ctx.Err() != nil {
 					err = context.Cause(ctx)
 				}
-				return fmt.Errorf("batch %d: %w", i+1, err)
+				return labelled(runs, i, err)
 			}
 		}
 		return nil

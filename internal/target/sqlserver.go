@@ -9,8 +9,9 @@ package target
 //  2. One round trip: SET TRANSACTION ISOLATION LEVEL READ COMMITTED (every
 //     run starts at a known level: sp_reset_connection does not reset it) and
 //     SELECT @@SPID, the session id, reported before the body runs.
-//  3. Split the body on GO lines and send each batch as it is (no
-//     parameters, so CREATE PROCEDURE and friends work), with its messages
+//  3. Split the body on GO lines (sqlscript, sqlcmd's rules) and send each
+//     batch byte for byte as written (no parameters, so CREATE PROCEDURE and
+//     friends work), as many times as its "GO n" says, with its messages
 //     gathered in order (sqlrun.RunMSSQL).
 //  4. Stop after the first batch that raised an error.
 //  5. Hand the session back clean, or end it (release).
@@ -25,9 +26,9 @@ import (
 	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
-	"github.com/microsoft/go-mssqldb/batch"
 
 	"readpast/internal/sqlrun"
+	"readpast/internal/sqlscript"
 )
 
 // Pool settings. Each running task holds one connection for its whole run, so
@@ -80,6 +81,10 @@ func (t *sqlServerTarget) Close() error    { return t.db.Close() }
 // A body that leaves a transaction open fails: the transaction is rolled back
 // and the session ended, so nothing it did is kept and no later task inherits it.
 func (t *sqlServerTarget) Run(ctx context.Context, body string, onSession func(string)) (res Result, err error) {
+	runs, err := sqlscript.Runs(body, sqlscript.TSQL)
+	if err != nil {
+		return res, err
+	}
 	conn, err := t.db.Conn(ctx)
 	if err != nil {
 		return res, fmt.Errorf("connecting to the target: %w", sqlrun.DescribeMSSQL(err))
@@ -102,15 +107,11 @@ func (t *sqlServerTarget) Run(ctx context.Context, body string, onSession func(s
 		onSession(res.SessionID)
 	}
 
-	batches := splitBatches(body)
-	for i, text := range batches {
-		n, batchErr := sqlrun.RunMSSQL(ctx, conn, text, msgs)
+	for i, run := range runs {
+		n, batchErr := sqlrun.RunMSSQL(ctx, conn, run.Text, msgs)
 		res.RowsAffected += n
 		if batchErr != nil {
-			if len(batches) > 1 {
-				batchErr = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), batchErr)
-			}
-			return res, batchErr
+			return res, labelled(runs, i, batchErr)
 		}
 	}
 	failed = false
@@ -167,29 +168,4 @@ func release(ctx context.Context, conn *sql.Conn, endSession bool) error {
 func discard(conn *sql.Conn) {
 	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	_ = conn.Close() // sql.ErrConnDone: Raw has released it already
-}
-
-// splitBatches splits a body on GO lines as sqlcmd does, with go-mssqldb's
-// batch.Split: the separator is GO alone on a line, any case, outside comments
-// and strings; "GO n" runs the batch before it n times (batch.Split repeats its
-// text, at most 1000 times; "GO 0" drops it). Batches of only white space are
-// dropped.
-//
-// batch.Split ignores the count of a "GO n" on the last line when no line
-// break follows it, so one is added. Its other quirks stay: a "GO" right after
-// a string literal or a block comment on the same line also separates
-// ('PRINT 'a' GO'), and "GO n -- comment" is not a separator (sqlcmd takes
-// both the other way). internal/queue/sqlserver splits transactional bodies
-// the same way.
-func splitBatches(body string) []string {
-	if !strings.HasSuffix(body, "\n") {
-		body += "\n"
-	}
-	var out []string
-	for _, b := range batch.Split(body, "GO") {
-		if strings.TrimSpace(b) != "" {
-			out = append(out, b)
-		}
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlscript"
 )
 
 // Result is what one execution reports.
@@ -44,4 +45,13 @@ func Open(ctx context.Context, dsn string) (Target, error) {
 		return openSQLServer(ctx, dsn)
 	}
 	return openSQLite(ctx, path)
+}
+
+// labelled says which run of a body an error came from ("batch 2 of 3: …")
+// when the body has more than one.
+func labelled(runs []sqlscript.Run, i int, err error) error {
+	if len(runs) < 2 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", runs[i].Label, err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlscript"
 	"readpast/internal/workers"
 )
 
@@ -55,6 +56,10 @@ type Deps struct {
 	Metrics *Metrics
 	// SessionTTL is how long a browser login lasts; 0 means 12 hours.
 	SessionTTL time.Duration
+	// TargetDialect is the dialect task bodies run on ("sqlserver",
+	// "postgres", "sqlite"); "" means the store's. It decides how a script is
+	// split into a chain's blocks.
+	TargetDialect string
 }
 
 // Server is the dashboard and API; it is an http.Handler.
@@ -99,3 +104,11 @@ func (s *Server) CloseLive(ctx context.Context) error {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// bodySyntax is the lexical rules of the dialect task bodies run on.
+func (s *Server) bodySyntax() sqlscript.Syntax {
+	if s.d.TargetDialect != "" {
+		return sqlscript.SyntaxOf(s.d.TargetDialect)
+	}
+	return sqlscript.SyntaxOf(s.d.Store.Dialect())
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlscript"
 	"readpast/web/templates"
 )
 
@@ -54,7 +55,7 @@ func (u *ui) enqueue(c echo.Context) error {
 	var tasks []queue.NewTask
 	if len(errs) == 0 {
 		if script {
-			tasks, errs = scriptTasks(base)
+			tasks, errs = scriptTasks(base, u.s.bodySyntax())
 		} else {
 			tasks = []queue.NewTask{base}
 		}
@@ -183,11 +184,17 @@ func parseAvailableAt(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is not a time: use 2025-01-31T14:30 (UTC) or RFC 3339", s)
 }
 
-// scriptTasks splits a script on GO lines into one task per block, stages 0, 1,
+// scriptTasks splits a script on GO lines (sqlscript, sqlcmd's rules, in the
+// target's dialect) into one task per block that is not blank, stages 0, 1,
 // 2 … of one chain (named for the operator when the form leaves it empty).
-func scriptTasks(base queue.NewTask) ([]queue.NewTask, map[string]string) {
-	blocks := queue.SplitGo(base.Body)
+// Each task's body is its block's text exactly as written; a block ended by
+// "GO n" keeps that line, so its task runs the block n times as the script
+// would have.
+func scriptTasks(base queue.NewTask, syntax sqlscript.Syntax) ([]queue.NewTask, map[string]string) {
+	blocks, err := sqlscript.Batches(base.Body, syntax)
 	switch {
+	case err != nil:
+		return nil, map[string]string{"body": err.Error()}
 	case len(blocks) == 0:
 		return nil, map[string]string{"body": "is empty: give the SQL of at least one block"}
 	case len(blocks) > maxScriptBlocks:
@@ -199,7 +206,10 @@ func scriptTasks(base queue.NewTask) ([]queue.NewTask, map[string]string) {
 	tasks := make([]queue.NewTask, len(blocks))
 	for i, b := range blocks {
 		t := base
-		t.Body, t.Stage = strings.TrimRight(b, "\n"), i
+		t.Body, t.Stage = b.Text, i
+		if b.Repeat > 1 {
+			t.Body += b.Separator
+		}
 		tasks[i] = t
 	}
 	return tasks, nil

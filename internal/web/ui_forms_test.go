@@ -58,12 +58,24 @@ func TestEnqueueForm(t *testing.T) {
 	chain, err := e.store.List(e.ctx, queue.ListParams{Chain: "nightly"})
 	require.NoError(t, err)
 	require.Len(t, chain, 3, "one task per GO block")
-	for i, want := range []string{"EXEC merge", "\nINSERT INTO staging SELECT 1", "TRUNCATE staging"} {
+	for i, want := range []string{"EXEC merge\n", "\nINSERT INTO staging SELECT 1\n", "TRUNCATE staging\n"} {
 		require.Equal(t, want, chain[i].Body)
 		require.Equal(t, 2-i, chain[i].Stage, "stages follow the blocks' order")
 		require.Equal(t, "g", chain[i].Group, "the settings apply to every task")
 	}
 	require.Contains(t, e.get("/tasks?chain=nightly").body, "Chain nightly: 3 tasks enqueued")
+
+	// Each block is the script's own text; GO inside a string is no separator,
+	// and a block's "GO n" stays with it. (A browser sends a textarea's line
+	// breaks as CRLF; the form stores them as typed, LF.)
+	repeated := e.post("/tasks/new", url.Values{"mode": {"script"}, "chain": {"exact"},
+		"body": {"SELECT 'a\r\nGO\r\n'\r\nGO\r\nINSERT INTO t VALUES (1)\r\nGO 3\r\nSELECT [it's]\r\n"}})
+	require.Equal(t, http.StatusSeeOther, repeated.status, repeated.body)
+	exact, err := e.store.List(e.ctx, queue.ListParams{Chain: "exact"})
+	require.NoError(t, err)
+	require.Len(t, exact, 3)
+	require.Equal(t, []string{"SELECT [it's]\n", "INSERT INTO t VALUES (1)\nGO 3\n", "SELECT 'a\nGO\n'\n"},
+		[]string{exact[0].Body, exact[1].Body, exact[2].Body})
 
 	named := e.post("/tasks/new", url.Values{"mode": {"script"}, "body": {"SELECT 1\nGO\nSELECT 2"}})
 	require.Equal(t, http.StatusSeeOther, named.status)
@@ -83,6 +95,7 @@ func TestEnqueueForm(t *testing.T) {
 		{url.Values{"body": {"SELECT 1"}, "stage": {"2"}}, "stage", "chain is empty"},
 		{url.Values{"body": {"SELECT 1"}, "timeout_seconds": {"-1"}}, "timeout_seconds", "use 0"},
 		{url.Values{"mode": {"script"}, "body": {"GO\nGO"}}, "body", "is empty"},
+		{url.Values{"mode": {"script"}, "body": {"SELECT 1\nGO x\nSELECT 2"}}, "body", "line 2 (&#34;GO x&#34;): GO takes only a repeat count"},
 	} {
 		p := e.post("/tasks/new", c.form)
 		require.Equal(t, http.StatusUnprocessableEntity, p.status, "%v is refused", c.form)
@@ -95,7 +108,7 @@ func TestEnqueueForm(t *testing.T) {
 	}
 	all, err := e.store.List(e.ctx, queue.ListParams{Limit: 1000})
 	require.NoError(t, err)
-	require.Len(t, all, 7, "refused forms wrote nothing")
+	require.Len(t, all, 10, "refused forms wrote nothing")
 }
 
 // Cancel and retry buttons act on the task and come back to the page.

@@ -12,6 +12,7 @@ import (
 
 	"readpast/internal/queue"
 	"readpast/internal/sqlrun"
+	"readpast/internal/sqlscript"
 )
 
 // RunTransactional implements queue.Store. The body runs on a connection of
@@ -37,8 +38,12 @@ import (
 // that did its work commits with its completion even if ctx ends meanwhile.
 func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
 	var res queue.TxResult
-	batches := queue.SplitGo(body)
-	if len(batches) == 0 {
+	runs, err := sqlscript.Runs(body, sqlscript.PostgreSQL)
+	if err != nil {
+		res.BodyErr = err
+		return res, nil
+	}
+	if len(runs) == 0 {
 		return res, &queue.ValidationError{Field: "body", Reason: "is empty: give the SQL the task runs"}
 	}
 	if a.StartedAt.IsZero() {
@@ -59,7 +64,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	}
 	msgs := &sqlrun.Messages{}
 	stopNotices := s.notices.Listen(pg, msgs)
-	res.RowsAffected, res.BodyErr = runBody(ctx, pg, batches)
+	res.RowsAffected, res.BodyErr = runBody(ctx, pg, runs)
 	stopNotices()
 	res.Messages = msgs.String()
 
@@ -106,11 +111,11 @@ func beginTx(ctx context.Context, pg *pgconn.PgConn) (string, error) {
 
 // runBody runs the batches in order and stops at the first that fails. A
 // cancel request stops a statement when ctx ends.
-func runBody(ctx context.Context, pg *pgconn.PgConn, batches []string) (rows int64, err error) {
+func runBody(ctx context.Context, pg *pgconn.PgConn, runs []sqlscript.Run) (rows int64, err error) {
 	stop := sqlrun.WatchPostgres(ctx, pg)
 	defer stop()
-	for i, b := range batches {
-		out, ioErr := sqlrun.ExchangePostgres(pg, b)
+	for _, r := range runs {
+		out, ioErr := sqlrun.ExchangePostgres(pg, r.Text)
 		if ioErr == nil {
 			rows += out[0].Rows
 			ioErr = out[0].Err
@@ -119,8 +124,8 @@ func runBody(ctx context.Context, pg *pgconn.PgConn, batches []string) (rows int
 			ioErr = context.Cause(ctx)
 		}
 		if ioErr != nil {
-			if len(batches) > 1 {
-				ioErr = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), ioErr)
+			if len(runs) > 1 {
+				ioErr = fmt.Errorf("%s: %w", r.Label, ioErr)
 			}
 			return rows, ioErr
 		}

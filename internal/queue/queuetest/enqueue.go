@@ -86,6 +86,7 @@ var enqueueTests = map[string]func(*testing.T, Harness){
 			{"timeout", queue.NewTask{Body: "SELECT 1", Timeout: -time.Second}},
 			{"available_at", queue.NewTask{Body: "SELECT 1", Delay: time.Second, AvailableAt: time.Now()}},
 			{"group", queue.NewTask{Body: "SELECT 1", Group: strings.Repeat("g", 129)}},
+			{"body", queue.NewTask{Body: "SELECT 1\nGO abc\nSELECT 2"}}, // sqlcmd refuses the GO line
 		}
 		for _, c := range cases {
 			_, err := b.s.Enqueue(b.ctx, []queue.NewTask{ok, c.task})

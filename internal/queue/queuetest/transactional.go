@@ -87,6 +87,28 @@ var transactionalTests = map[string]func(*testing.T, Harness){
 		}
 		require.Equal(t, int64(1), b.env.QueryInt(t, "SELECT count(*) FROM tx_probe"))
 	},
+	"body_runs_exactly_as_written": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.env.Exec(t, "CREATE TABLE ex (id int, note varchar(100))")
+		b.env.Exec(t, "INSERT INTO ex VALUES (345, 'a')")
+		b.env.Exec(t, "INSERT INTO ex VALUES (12345, 'b')")
+		ident := `"it's"`
+		if h.Dialect != testenv.Postgres {
+			ident = "[it's]"
+		}
+		// sqlcmd's rules, the same splitter as the ordinary path: a backslash
+		// at a line's end in a string of a later batch, a quote in an
+		// identifier, "GO 2", CRLF line ends.
+		p := runTx(t, b, b.ctx, "tx", "UPDATE ex SET note = note WHERE id = 0;\r\nGO\r\nUPDATE ex SET note = 'C:\\dir\\\r\n' WHERE id = 12345\r\nGO\r\n"+
+			"CREATE TABLE "+ident+" (n int)\r\nGO\r\nINSERT INTO "+ident+" VALUES (1)\r\nGO 2\r\n")
+		require.NoError(t, p.err)
+		require.NoError(t, p.res.BodyErr)
+		require.True(t, p.res.Committed)
+		require.Equal(t, int64(3), p.res.RowsAffected, "one update and two inserts")
+		require.Equal(t, int64(1), b.env.QueryInt(t, "SELECT count(*) FROM ex WHERE id = 345 AND note = 'a'"), "row 345 untouched")
+		require.Equal(t, int64(0), b.env.QueryInt(t, "SELECT count(*) FROM ex WHERE id = 12345 AND note = 'b'"), "row 12345 written")
+		require.Equal(t, int64(2), b.env.QueryInt(t, "SELECT count(*) FROM "+ident))
+	},
 	"failed_body_rolls_back_and_records_nothing": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		p := runTx(t, b, b.ctx, "tx", "CREATE TABLE tx_half (n int)\nGO\nINSERT INTO no_such_table VALUES (1)")

@@ -8,6 +8,7 @@ import (
 
 	"readpast/internal/queue"
 	"readpast/internal/sqlrun"
+	"readpast/internal/sqlscript"
 )
 
 // RunTransactional implements queue.Store (docs/WORKERS.md, "Transactional
@@ -36,8 +37,12 @@ import (
 //     attempt.
 func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
 	var res queue.TxResult
-	batches := queue.SplitGo(body)
-	if len(batches) == 0 {
+	runs, err := sqlscript.Runs(body, sqlscript.SQLite)
+	if err != nil {
+		res.BodyErr = err
+		return res, nil
+	}
+	if len(runs) == 0 {
 		return res, &queue.ValidationError{Field: "body", Reason: "is empty: give the SQL the task runs"}
 	}
 	if a.StartedAt.IsZero() {
@@ -61,7 +66,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	held := s.now()
 	_ = sqlrun.WithSQLiteContext(ctx, func() error {
-		res.RowsAffected, res.BodyErr = runBody(ctx, tx, batches)
+		res.RowsAffected, res.BodyErr = runBody(ctx, tx, runs)
 		return nil
 	})
 
@@ -104,7 +109,7 @@ const bodySavepoint = "readpast_body"
 // fails; sqlite3_interrupt stops a statement when ctx ends. total_changes()
 // counts rows written on the connection (changes() would repeat the last DML's
 // count after a DDL statement).
-func runBody(ctx context.Context, tx *sql.Tx, batches []string) (int64, error) {
+func runBody(ctx context.Context, tx *sql.Tx, runs []sqlscript.Run) (int64, error) {
 	var before, after int64
 	if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
 		return 0, err
@@ -112,13 +117,13 @@ func runBody(ctx context.Context, tx *sql.Tx, batches []string) (int64, error) {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+bodySavepoint); err != nil {
 		return 0, err
 	}
-	for i, b := range batches {
-		if _, err := tx.ExecContext(ctx, b); err != nil {
+	for _, r := range runs {
+		if _, err := tx.ExecContext(ctx, r.Text); err != nil {
 			if ctx.Err() != nil {
 				err = context.Cause(ctx)
 			}
-			if len(batches) > 1 {
-				err = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), err)
+			if len(runs) > 1 {
+				err = fmt.Errorf("%s: %w", r.Label, err)
 			}
 			return 0, err
 		}

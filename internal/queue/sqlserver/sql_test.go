@@ -19,9 +19,9 @@ import (
 	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
-	"github.com/microsoft/go-mssqldb/batch"
 
 	"readpast/internal/queue"
+	"readpast/internal/sqlscript"
 	"readpast/migrations"
 )
 
@@ -213,9 +213,9 @@ func TestQueryParametersMatchTheirArguments(t *testing.T) {
 
 func TestQueriesAreSingleBatches(t *testing.T) {
 	for _, bq := range allBoundQueries(t) {
-		parts := batch.Split(bq.q.text, "GO")
-		if len(parts) != 1 {
-			t.Errorf("%s: splits into %d batches on GO; it must be one batch", bq.q.name, len(parts))
+		parts, err := sqlscript.Split(bq.q.text, sqlscript.TSQL)
+		if err != nil || len(parts) != 1 {
+			t.Errorf("%s: splits into %d batches on GO (%v); it must be one batch", bq.q.name, len(parts), err)
 		}
 		for i, line := range strings.Split(bq.q.text, "\n") {
 			if strings.EqualFold(strings.TrimSpace(line), "go") {
@@ -418,23 +418,6 @@ func TestBackoffMillisFollowQueueBackoff(t *testing.T) {
 	}
 }
 
-func TestSplitBatches(t *testing.T) {
-	got := splitBatches("SELECT 1\nGO\n\nGO\nSELECT 'GO'\ngo\n")
-	if len(got) != 2 || !strings.Contains(got[0], "SELECT 1") || !strings.Contains(got[1], "SELECT 'GO'") {
-		t.Errorf("splitBatches = %q", got)
-	}
-	if got := splitBatches("  \n GO \n"); len(got) != 0 {
-		t.Errorf("a script of blanks and GO gave %q, want no batches", got)
-	}
-	// "GO n" repeats the batch; batch.Split drops the count on a last line
-	// with no line break after it, which splitBatches makes up for.
-	for _, body := range []string{"PRINT 1\nGO 3", "PRINT 1\nGO 3\n", "PRINT 1\r\nGO 3\r\n"} {
-		if got := splitBatches(body); len(got) != 3 {
-			t.Errorf("splitBatches(%q) = %q, want the batch 3 times", body, got)
-		}
-	}
-}
-
 // TestClaimSetsStartedAtOnEveryClaim: started_at is the latest attempt's
 // start, so a claim sets it whether or not an earlier attempt did.
 func TestClaimSetsStartedAtOnEveryClaim(t *testing.T) {
@@ -516,9 +499,12 @@ func TestMigrationColumnsMatchPostgres(t *testing.T) {
 			t.Errorf("table %s: sqlserver columns %v\npostgres columns %v", name, mssql[name], cols)
 		}
 	}
-	b, _ := fs.ReadFile(migrations.FS, "sqlserver/000001_create_queue.up.sql")
-	if n := len(batch.Split(string(b), "GO")); n != 1 {
-		t.Errorf("the sqlserver migration splits into %d batches; golang-migrate sends it as one", n)
+	files, _ := fs.Glob(migrations.FS, "sqlserver/*.sql")
+	for _, f := range files {
+		b, _ := fs.ReadFile(migrations.FS, f)
+		if parts, err := sqlscript.Split(string(b), sqlscript.TSQL); err != nil || len(parts) != 1 {
+			t.Errorf("%s splits into %d batches (%v); golang-migrate sends it as one", f, len(parts), err)
+		}
 	}
 }
 

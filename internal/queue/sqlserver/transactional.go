@@ -5,13 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/microsoft/go-mssqldb/batch"
 
 	"readpast/internal/queue"
 	"readpast/internal/sqlrun"
+	"readpast/internal/sqlscript"
 )
 
 // RunTransactional implements queue.Store. One session of the store's pool,
@@ -37,17 +35,20 @@ import (
 // to the pool, or closed when its state is unknown, so nothing the body did
 // to it reaches the store's next request.
 func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
-	batches := splitBatches(body)
-	if len(batches) == 0 {
+	runs, err := sqlscript.Runs(body, sqlscript.TSQL)
+	if err != nil {
+		return queue.TxResult{BodyErr: err}, nil
+	}
+	if len(runs) == 0 {
 		return queue.TxResult{}, &queue.ValidationError{Field: "body", Reason: "is empty: give the SQL the task runs"}
 	}
 	if a.StartedAt.IsZero() {
 		a.StartedAt = time.Now()
 	}
 	var res queue.TxResult
-	err := retryDeadlock(ctx, func() error {
+	err = retryDeadlock(ctx, func() error {
 		var err error
-		res, err = s.runTransactionalOnce(ctx, a, batches)
+		res, err = s.runTransactionalOnce(ctx, a, runs)
 		return err
 	})
 	if err != nil {
@@ -106,7 +107,7 @@ SELECT XACT_STATE(), @@TRANCOUNT, CURRENT_TRANSACTION_ID();`
 }
 
 // runTransactionalOnce is one try of RunTransactional.
-func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, batches []string) (res queue.TxResult, err error) {
+func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs []sqlscript.Run) (res queue.TxResult, err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return res, err
@@ -120,7 +121,7 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, batch
 	}
 	res.SessionID = fmt.Sprint(spid)
 	msgs := &sqlrun.Messages{}
-	res.RowsAffected, res.BodyErr = runBody(ctx, conn, batches, msgs)
+	res.RowsAffected, res.BodyErr = runBody(ctx, conn, runs, msgs)
 	res.Messages = msgs.String()
 
 	dctx, cancel := queue.Detached(ctx)
@@ -153,16 +154,16 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, batch
 	return res, nil
 }
 
-// runBody runs the batches in order on conn and stops after the first that
-// raised an error. A batch followed by "GO n" runs n times.
-func runBody(ctx context.Context, conn *sql.Conn, batches []string, msgs *sqlrun.Messages) (int64, error) {
+// runBody runs the batches in order on conn, each as many times as its
+// "GO n" says, and stops after the first that raised an error.
+func runBody(ctx context.Context, conn *sql.Conn, runs []sqlscript.Run, msgs *sqlrun.Messages) (int64, error) {
 	var rows int64
-	for i, b := range batches {
-		n, err := sqlrun.RunMSSQL(ctx, conn, b, msgs)
+	for _, r := range runs {
+		n, err := sqlrun.RunMSSQL(ctx, conn, r.Text, msgs)
 		rows += n
 		if err != nil {
-			if len(batches) > 1 {
-				err = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), err)
+			if len(runs) > 1 {
+				err = fmt.Errorf("%s: %w", r.Label, err)
 			}
 			return rows, err
 		}
@@ -215,23 +216,6 @@ func (s *Store) releaseTxConn(conn *sql.Conn, clean bool) {
 		return
 	}
 	_ = conn.Close()
-}
-
-// splitBatches splits a script on GO lines (sqlcmd's convention, as go-mssqldb's
-// batch package reads it: "GO 3" repeats a batch, at most 1000 times) and drops
-// empty batches. batch.Split ignores the count on a last line with no line
-// break after it, so one is added. internal/target splits the same way.
-func splitBatches(body string) []string {
-	if !strings.HasSuffix(body, "\n") {
-		body += "\n"
-	}
-	var out []string
-	for _, b := range batch.Split(body, "GO") {
-		if strings.TrimSpace(b) != "" {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // compile-time check that *sql.Conn satisfies querier.
