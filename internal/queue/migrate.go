@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,9 +21,19 @@ const MigrationsTable = "readpast_schema_migrations"
 
 // LatestMigration returns the highest version in the dialect's embedded folder.
 func LatestMigration(dialect string) (uint, error) {
+	versions, err := embeddedVersions(dialect)
+	if err != nil {
+		return 0, err
+	}
+	return versions[len(versions)-1], nil
+}
+
+// embeddedVersions lists the versions in the dialect's embedded folder, in
+// ascending order.
+func embeddedVersions(dialect string) ([]uint, error) {
 	entries, err := fs.ReadDir(migrations.FS, dialect)
 	if err != nil {
-		return 0, fmt.Errorf("reading embedded migrations for %s: %w", dialect, err)
+		return nil, fmt.Errorf("reading embedded migrations for %s: %w", dialect, err)
 	}
 	var versions []uint
 	for _, e := range entries {
@@ -36,14 +47,23 @@ func LatestMigration(dialect string) (uint, error) {
 		}
 	}
 	if len(versions) == 0 {
-		return 0, fmt.Errorf("no embedded migrations for dialect %s", dialect)
+		return nil, fmt.Errorf("no embedded migrations for dialect %s", dialect)
 	}
 	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
-	return versions[len(versions)-1], nil
+	return slices.Compact(versions), nil
 }
 
 // MigrateUp applies the dialect's embedded migrations through drv. It refuses a
-// schema that is dirty or newer than the binary, and is a no-op when current.
+// schema newer than the binary, and is a no-op when current.
+//
+// Every migration file runs all or nothing: PostgreSQL runs a file of several
+// statements as one implicit transaction, golang-migrate's SQLite driver wraps
+// each file in one, and every SQL Server file is a transaction of its own with
+// XACT_ABORT ON (a batch cut short leaves it open until the session ends, which
+// rolls it back). So a version left dirty by a failed migration means that
+// migration changed nothing: MigrateUp sets the version back to the one
+// before it and runs the migration again, which fails again, with its error,
+// until its cause is fixed.
 func MigrateUp(dialect string, drv database.Driver) error {
 	m, err := newMigrate(dialect, drv)
 	if err != nil {
@@ -53,11 +73,68 @@ func MigrateUp(dialect string, drv database.Driver) error {
 	if err != nil {
 		return err
 	}
+	if err := retryFailed(m, dialect); err != nil {
+		return err
+	}
 	if err := checkVersion(m, latest); err != nil {
 		return err
 	}
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("applying %s migrations: %w", dialect, err)
+	}
+	return nil
+}
+
+// retryFailed sets a dirty version back to the version before it (see
+// MigrateUp: the failed migration changed nothing).
+func retryFailed(m *migrate.Migrate, dialect string) error {
+	v, dirty, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) || (err == nil && !dirty) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	prev, err := previousMigration(dialect, v)
+	if err != nil {
+		return err
+	}
+	if err := m.Force(prev); err != nil {
+		return fmt.Errorf("setting the schema version back from the failed migration %d to %d: %w", v, prev, err)
+	}
+	return nil
+}
+
+// previousMigration is the highest embedded version below v, or -1 (no
+// version) when there is none.
+func previousMigration(dialect string, v uint) (int, error) {
+	versions, err := embeddedVersions(dialect)
+	if err != nil {
+		return 0, err
+	}
+	prev := -1
+	for _, x := range versions {
+		if x < v {
+			prev = int(x)
+		}
+	}
+	return prev, nil
+}
+
+// MigrateDown runs the dialect's down migrations through drv, newest first,
+// until no version is applied: every ReadPast table is gone (golang-migrate's
+// own version table stays, empty). A dirty version is set back first, as
+// MigrateUp does.
+func MigrateDown(dialect string, drv database.Driver) error {
+	m, err := newMigrate(dialect, drv)
+	if err != nil {
+		return err
+	}
+	if err := retryFailed(m, dialect); err != nil {
+		return err
+	}
+	if err := m.Down(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("reverting %s migrations: %w", dialect, err)
 	}
 	return nil
 }
@@ -85,7 +162,7 @@ func Status(dialect string, drv database.Driver) (SchemaStatus, error) {
 func CheckStatus(st SchemaStatus) error {
 	switch {
 	case st.Dirty:
-		return fmt.Errorf("%w: migration %d failed half-way; fix it by hand, then force the version with the migrate tool", ErrSchemaDirty, st.Version)
+		return fmt.Errorf("%w: migration %d failed and was rolled back; fix its cause (the error of the last migrate says what), then run migrate again", ErrSchemaDirty, st.Version)
 	case st.Version > st.Latest:
 		return fmt.Errorf("%w: the database is at version %d, this binary knows up to %d; run the newer ReadPast", ErrSchemaTooNew, st.Version, st.Latest)
 	}

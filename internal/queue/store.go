@@ -30,6 +30,10 @@ type SchemaStore interface {
 	// Migrate applies the embedded migrations. Applying them twice is a no-op; a
 	// schema newer than this binary knows gives ErrSchemaTooNew.
 	Migrate(ctx context.Context) error
+	// MigrateDown reverts every migration, newest first: the store's tables
+	// and whatever they held are gone. For uninstalling, and for selftest's
+	// scratch database.
+	MigrateDown(ctx context.Context) error
 	// SchemaVersion reports the applied migration version and the newest one this
 	// binary embeds.
 	SchemaVersion(ctx context.Context) (SchemaStatus, error)

@@ -144,3 +144,49 @@ func (e *Env) SkipOnBabelfish(t *testing.T, deviation string) {
 		t.Skip("Babelfish deviates from SQL Server here (docs/SQLSERVER.md): " + deviation)
 	}
 }
+
+// The deviations of Babelfish from SQL Server that tests are skipped for
+// (docs/SQLSERVER.md, "Babelfish deviations met"), worded for the skip
+// message. A test that fails on Babelfish for any other reason is a bug in
+// ReadPast's T-SQL until shown otherwise.
+const (
+	// BabelfishLockHints: READPAST, UPDLOCK and ROWLOCK are ignored, so a
+	// claimer waits for another's rows instead of skipping them, and a read
+	// WITH (UPDLOCK) locks nothing (a group counter read that way does not
+	// keep a second claimer out).
+	BabelfishLockHints = "ignores READPAST, UPDLOCK and ROWLOCK: a claimer waits for another's rows instead of skipping them, and a read WITH (UPDLOCK) locks nothing"
+	// BabelfishJSONEscapes: OPENJSON and JSON_VALUE keep \n and \" as written.
+	BabelfishJSONEscapes = `OPENJSON does not unescape \n or \" in JSON strings`
+	// BabelfishIsolation: SET TRANSACTION ISOLATION LEVEL SERIALIZABLE,
+	// SNAPSHOT and REPEATABLE READ are refused.
+	BabelfishIsolation = "refuses SET TRANSACTION ISOLATION LEVEL SERIALIZABLE, SNAPSHOT and REPEATABLE READ"
+	// BabelfishShowplan: SET SHOWPLAN_XML ON is accepted and changes nothing.
+	BabelfishShowplan = "SET SHOWPLAN_XML ON is accepted and changes nothing"
+	// BabelfishTryCatch: BEGIN TRY … BEGIN CATCH does not catch a conversion
+	// error (SELECT CAST('x' AS int)): it ends the batch.
+	BabelfishTryCatch = "BEGIN TRY does not catch a conversion error: it ends the batch"
+	// BabelfishAttention: no WAITFOR, and an attention does not stop a
+	// running statement.
+	BabelfishAttention = "no WAITFOR, and an attention does not stop a running statement"
+)
+
+// Scaled returns n, or a tenth of it (at least 1) on Babelfish, whose round
+// trips are slow enough that a load test sized for SQL Server outlasts its
+// deadline. The property tested stays the same; only the amount shrinks.
+func (e *Env) Scaled(t *testing.T, n int) int {
+	t.Helper()
+	if e.Dialect == SQLServer && IsBabelfish(t, e.DSN) {
+		return max(n/10, 1)
+	}
+	return n
+}
+
+// Slower returns d, or five times d on Babelfish: a wait that must outlast a
+// few round trips (a task delayed past the claims that follow its enqueue).
+func (e *Env) Slower(t *testing.T, d time.Duration) time.Duration {
+	t.Helper()
+	if e.Dialect == SQLServer && IsBabelfish(t, e.DSN) {
+		return 5 * d
+	}
+	return d
+}

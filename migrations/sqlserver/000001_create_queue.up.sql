@@ -2,6 +2,12 @@
 -- as one batch, so it holds no CREATE PROCEDURE: the claim and finish logic are
 -- parameterised batches kept in the sqlserver package.
 
+-- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
+-- the transaction back on any error, and a batch cut short leaves it open until
+-- the migration's session ends, which rolls it back (queue.MigrateUp).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+
 CREATE TABLE dbo.readpast_queues (
     name        nvarchar(64) NOT NULL CONSTRAINT readpast_queues_pk PRIMARY KEY,
     workers     int NULL,
@@ -118,3 +124,5 @@ CREATE TABLE dbo.readpast_audit (
     detail nvarchar(max) NOT NULL CONSTRAINT readpast_audit_detail_df DEFAULT N''
 );
 CREATE INDEX readpast_audit_at ON dbo.readpast_audit (at);
+
+COMMIT TRANSACTION;

@@ -5,6 +5,13 @@
 -- golang-migrate runs this file as one batch: a column added here cannot be
 -- named by a later statement of the same batch at compile time, so the
 -- statements that use it go through sp_executesql.
+
+-- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
+-- the transaction back on any error, and a batch cut short leaves it open until
+-- the migration's session ends, which rolls it back (queue.MigrateUp).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+
 ALTER TABLE dbo.readpast_tasks ADD delayed bit NOT NULL CONSTRAINT readpast_tasks_delayed_df DEFAULT 0;
 
 EXEC sp_executesql N'UPDATE dbo.readpast_tasks SET delayed = 1
@@ -20,3 +27,5 @@ CREATE INDEX readpast_tasks_delayed ON dbo.readpast_tasks (queue, available_at)
     WHERE state = ''pending'' AND delayed = 1;
 CREATE INDEX readpast_tasks_finished ON dbo.readpast_tasks (finished_at)
     WHERE state IN (''succeeded'', ''failed'', ''cancelled'');';
+
+COMMIT TRANSACTION;

@@ -1,2 +1,10 @@
+-- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
+-- the transaction back on any error, and a batch cut short leaves it open until
+-- the migration's session ends, which rolls it back (queue.MigrateUp).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+
 DROP TABLE dbo.readpast_throughput;
 DROP TABLE dbo.readpast_counts;
+
+COMMIT TRANSACTION;

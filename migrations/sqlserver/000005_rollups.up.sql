@@ -1,6 +1,13 @@
 -- Costs that do not grow with history (docs/QUEUE.md, "Counts and the
 -- throughput series"): finished counts per queue and state, and attempts per
 -- minute and hour, kept by the transactions that change them.
+
+-- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
+-- the transaction back on any error, and a batch cut short leaves it open until
+-- the migration's session ends, which rolls it back (queue.MigrateUp).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+
 CREATE TABLE dbo.readpast_counts (
     queue nvarchar(64) NOT NULL,
     state varchar(10)  NOT NULL CONSTRAINT readpast_counts_state_ck CHECK (state IN ('succeeded','failed','cancelled')),
@@ -34,3 +41,5 @@ GROUP BY s.span,
          CASE s.span WHEN 'minute' THEN DATEADD(minute, DATEDIFF(minute, 0, a.finished_at), 0)
                      ELSE DATEADD(hour, DATEDIFF(hour, 0, a.finished_at), 0) END,
          a.queue, a.outcome;
+
+COMMIT TRANSACTION;

@@ -19,6 +19,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 	})
 }
 
+// MigrateDown implements queue.Store.
+func (s *Store) MigrateDown(ctx context.Context) error {
+	return s.withMigrateDriver(ctx, "reverting the store schema", func(drv database.Driver) error {
+		return queue.MigrateDown(dialect, drv)
+	})
+}
+
 // SchemaVersion implements queue.Store.
 func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 	var st queue.SchemaStatus

@@ -17,7 +17,7 @@ import (
 var backlogTests = map[string]func(*testing.T, Harness){
 	"claim_order_holds_across_groups_and_delays": func(t *testing.T, h Harness) {
 		b := setup(t, h)
-		soon := time.Now().Add(700 * time.Millisecond)
+		soon := time.Now().Add(b.env.Slower(t, 3*time.Second)) // well after the enqueue and the first claims
 		id := b.enqueue(t,
 			queue.NewTask{Body: "a", Queue: "o", Priority: intp(5)},
 			queue.NewTask{Body: "b", Queue: "o", Priority: intp(3), Group: "g1"},

@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,19 @@ var chainTests = map[string]func(*testing.T, Harness){
 		}
 		rand.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
 		b.enqueue(t, tasks...)
-		spans := drain(t, b, "etl", 5, 1, len(tasks), func(*queue.Task) { sleepBetween(30*time.Millisecond, 60*time.Millisecond) })
+		// A task of stage 100 runs until a second one has started too (or
+		// 20 s have passed), so the stage's tasks overlap whenever the store
+		// lets them run side by side, however slow the server is.
+		var started atomic.Int64
+		spans := drain(t, b, "etl", 5, 1, len(tasks), func(task *queue.Task) {
+			if task.Stage == 100 {
+				started.Add(1)
+				for end := time.Now().Add(20 * time.Second); started.Load() < 2 && time.Now().Before(end); {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			sleepBetween(30*time.Millisecond, 60*time.Millisecond)
+		})
 		for _, s := range spans {
 			for _, lower := range spans {
 				if lower.task.Stage < s.task.Stage {

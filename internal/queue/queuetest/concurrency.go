@@ -15,8 +15,9 @@ import (
 var concurrencyTests = map[string]func(*testing.T, Harness){
 	"16_claimers_20000_tasks_each_claimed_once": func(t *testing.T, h Harness) {
 		b := setup(t, h)
-		const total, claimers = 20000, 16
-		batch := make([]queue.NewTask, 1000)
+		const claimers = 16
+		total := b.env.Scaled(t, 20000)
+		batch := make([]queue.NewTask, total/20)
 		for i := range batch {
 			batch[i] = queue.NewTask{Body: "SELECT 1", Priority: intp(i % 3)}
 		}

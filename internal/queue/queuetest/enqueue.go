@@ -8,13 +8,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 )
 
 var enqueueTests = map[string]func(*testing.T, Harness){
+	"bodies_keep_every_byte": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.env.SkipOnBabelfish(t, testenv.BabelfishJSONEscapes)
+		bodies := []string{
+			"SELECT 'x'\nGO\nSELECT 2",
+			"UPDATE t SET note = N'C:\\dir\\\r\n' WHERE id = 12345\r\n",
+			"SELECT \"it's\", [a]]b], 'tab\there', N'é — 漢字 — 🙂'\n\n",
+			"  -- leading blanks and a trailing line break stay\n",
+		}
+		for _, body := range bodies {
+			id := b.enqueue(t, queue.NewTask{Body: body})[0]
+			require.Equal(t, body, b.get(t, id).Body, "the body as sent")
+		}
+	},
 	"every_field_round_trips": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
-		in := queue.NewTask{Queue: "etl", Body: "SELECT 'x'\nGO\nSELECT 2", Priority: intp(0), AvailableAt: at,
+		in := queue.NewTask{Queue: "etl", Body: "SELECT 'x'; SELECT 2", Priority: intp(0), AvailableAt: at,
 			Group: "g1", Chain: "c1", Stage: 7, MaxAttempts: 5, Timeout: 1500 * time.Millisecond,
 			Transactional: true, ContinueOnFailure: true, CreatedBy: "alice"}
 		id := b.enqueue(t, in)[0]

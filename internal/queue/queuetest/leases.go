@@ -28,12 +28,15 @@ var leaseTests = map[string]func(*testing.T, Harness){
 		require.Len(t, recs, 1)
 		require.Equal(t, queue.OutcomeLost, recs[0].Outcome)
 		require.Equal(t, 1, recs[0].Attempt)
+		require.WithinDuration(t, old[0].StartedAt, recs[0].StartedAt, time.Millisecond, "the lost attempt ran from its claim")
+		require.GreaterOrEqual(t, recs[0].Duration, 300*time.Millisecond, "until it was reclaimed")
 
 		var fresh []*queue.Task
 		require.Eventually(t, func() bool { fresh = b.claim(t, queue.DefaultQueue, 1); return len(fresh) == 1 },
 			10*time.Second, 50*time.Millisecond, "the reclaimed task must become claimable after its back-off")
 		require.Equal(t, id, fresh[0].ID)
 		require.Equal(t, 2, fresh[0].Attempts)
+		require.True(t, fresh[0].StartedAt.After(old[0].StartedAt), "each claim starts its attempt anew")
 		require.NotEqual(t, old[0].LeaseToken, fresh[0].LeaseToken)
 
 		out, err := b.s.Finish(b.ctx, []queue.Attempt{attempt(old[0], queue.OutcomeSucceeded, "")})

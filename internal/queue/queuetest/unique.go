@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 )
 
 // Unique keys: while an unfinished task of a queue has a key, enqueueing
@@ -104,6 +105,7 @@ var uniqueTests = map[string]func(*testing.T, Harness){
 		if !b.s.Capabilities().ConcurrentWriters {
 			t.Skip("one writer: claims run one at a time by design")
 		}
+		b.env.SkipOnBabelfish(t, testenv.BabelfishLockHints)
 		var tasks []queue.NewTask
 		for i := 0; i < 20; i++ {
 			tasks = append(tasks, queue.NewTask{Body: "SELECT 1", Queue: "uk", UniqueKey: string(rune('a' + i))})

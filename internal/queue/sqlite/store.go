@@ -108,6 +108,15 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return queue.MigrateUp(dialect, drv)
 }
 
+// MigrateDown implements queue.Store.
+func (s *Store) MigrateDown(ctx context.Context) error {
+	drv, err := s.migrateDriver(ctx)
+	if err != nil {
+		return err
+	}
+	return queue.MigrateDown(dialect, drv)
+}
+
 // SchemaVersion implements queue.Store.
 func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 	drv, err := s.migrateDriver(ctx)

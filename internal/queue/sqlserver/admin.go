@@ -40,12 +40,20 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 	if err := checkActor(actor); err != nil {
 		return err
 	}
-	var before sql.NullString
+	var (
+		before   sql.NullString
+		conflict bool
+	)
 	err := retryDeadlock(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-			return c.QueryRowContext(ctx, retryBatch.text, taskActorArgs(id, actor)...).Scan(&before)
+			return c.QueryRowContext(ctx, retryBatch.text, taskActorArgs(id, actor)...).Scan(&before, &conflict)
 		})
 	})
+	if isDuplicateKey(err) || (err == nil && conflict) {
+		// The check in the batch, or the unique index itself when an enqueue
+		// of the same key won the race.
+		return fmt.Errorf("retrying task %d: another unfinished task of its queue has its unique key: %w", id, queue.ErrInvalidState)
+	}
 	if err != nil {
 		return wrap(fmt.Sprintf("retrying task %d", id), err)
 	}

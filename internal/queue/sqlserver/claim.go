@@ -16,13 +16,6 @@ import (
 const (
 	// maxLease is the longest lease: DATEADD(millisecond, …) takes an int.
 	maxLease = time.Duration(math.MaxInt32) * time.Millisecond
-	// The candidate read returns up to claimScanFactor × limit rows, at least
-	// minClaimScan and at most maxClaimScan: enough for the rounds that replace
-	// candidates another claimer took first, few enough to keep a claim's cost
-	// flat (SPEC §4.5). It keeps no lock on them.
-	claimScanFactor = 4
-	minClaimScan    = 64
-	maxClaimScan    = 2000
 )
 
 // Claim leases up to p.Limit claimable tasks of p.Queue in one round trip (one
@@ -50,12 +43,10 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, 
 
 // claimArgs binds the claim batch's parameters.
 func claimArgs(p queue.ClaimParams, token int64) []any {
-	scan := min(max(p.Limit*claimScanFactor, minClaimScan), maxClaimScan)
 	return []any{
 		sql.Named("queue", p.Queue),
 		sql.Named("owner", p.Owner),
 		sql.Named("limit", p.Limit),
-		sql.Named("scan", scan),
 		sql.Named("lease_ms", leaseMillis(p.LeaseDuration)),
 		sql.Named("token", token),
 	}

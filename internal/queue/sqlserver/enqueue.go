@@ -32,10 +32,11 @@ type jsonTask struct {
 	Transactional     int     `json:"transactional"`
 	ContinueOnFailure int     `json:"continue_on_failure"`
 	CreatedBy         string  `json:"created_by"`
+	UniqueKey         string  `json:"unique_key,omitempty"`
 }
 
-// Enqueue validates every task, then writes them all in one transaction and one
-// round trip, and returns their ids in input order.
+// Enqueue validates every task, then writes them all in one round trip (see
+// enqueueBatch) and says, in input order, what became of each.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
 	norm, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
 	if err != nil {
@@ -45,21 +46,21 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enq
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
-	err = retryDeadlock(ctx, func() error {
-		ids = ids[:0]
+	var out []queue.Enqueued
+	err = retryConflicts(ctx, func() error {
+		out = out[:0]
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 			rows, err := c.QueryContext(ctx, enqueueBatch.text, args...)
 			if err != nil {
 				return err
 			}
 			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
+				var e queue.Enqueued
+				if err := rows.Scan(&e.ID, &e.Duplicate); err != nil {
 					_ = rows.Close()
 					return err
 				}
-				ids = append(ids, id)
+				out = append(out, e)
 			}
 			return closeRows(rows)
 		})
@@ -67,12 +68,8 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enq
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("enqueueing %d tasks", len(norm)), err)
 	}
-	if len(ids) != len(norm) {
-		return nil, fmt.Errorf("sqlserver: enqueueing %d tasks: the batch returned %d ids", len(norm), len(ids))
-	}
-	out := make([]queue.Enqueued, len(ids))
-	for i, id := range ids {
-		out[i] = queue.Enqueued{ID: id}
+	if len(out) != len(norm) {
+		return nil, fmt.Errorf("sqlserver: enqueueing %d tasks: the batch returned %d rows", len(norm), len(out))
 	}
 	return out, nil
 }
@@ -89,9 +86,6 @@ func enqueueArgs(tasks []queue.NewTask) ([]any, error) {
 			}
 			return name
 		}
-		if t.UniqueKey != "" {
-			return nil, &queue.ValidationError{Field: field("unique_key"), Reason: "is not supported by the SQL Server store of this build"}
-		}
 		j := jsonTask{
 			Queue:         t.Queue,
 			Body:          t.Body,
@@ -103,6 +97,7 @@ func enqueueArgs(tasks []queue.NewTask) ([]any, error) {
 			TimeoutMillis: t.Timeout.Milliseconds(),
 			Transactional: bit(t.Transactional),
 			CreatedBy:     t.CreatedBy,
+			UniqueKey:     t.UniqueKey,
 		}
 		if t.ContinueOnFailure {
 			j.ContinueOnFailure = 1

@@ -14,6 +14,8 @@ import (
 const (
 	errDeadlockVictim = 1205 // "Transaction was deadlocked ... and has been chosen as the deadlock victim"
 	errInvalidObject  = 208  // "Invalid object name": usually an unmigrated database
+	errDuplicateKey   = 2601 // "Cannot insert duplicate key row in object … with unique index …"
+	errDuplicatePK    = 2627 // "Violation of PRIMARY KEY constraint …"
 )
 
 // deadlockRetries is how many times a deadlock victim is run again.
@@ -53,6 +55,12 @@ func hasErrorNumber(err error, n int32) bool {
 // isDeadlock reports whether err says this session was chosen as deadlock victim.
 func isDeadlock(err error) bool { return hasErrorNumber(err, errDeadlockVictim) }
 
+// isDuplicateKey reports whether err is a unique index or primary key
+// violation: another transaction inserted the same key first.
+func isDuplicateKey(err error) bool {
+	return hasErrorNumber(err, errDuplicateKey) || hasErrorNumber(err, errDuplicatePK)
+}
+
 // wrap says what was being done when err happened. Context errors and queue
 // sentinels pass through wrapped with %w, so errors.Is still finds them.
 func wrap(op string, err error) error {
@@ -82,6 +90,24 @@ func retryDeadlock(ctx context.Context, fn func() error) error {
 			t.Stop()
 			return err
 		case <-t.C:
+		}
+	}
+}
+
+// conflictRetries is how many times a batch that lost a race for a new key is
+// run again.
+const conflictRetries = 5
+
+// retryConflicts is retryDeadlock for batches that insert keys another
+// transaction may insert at the same moment (enqueue: a new queue, group or
+// chain name, a unique key). The loser's batch was rolled back whole
+// (XACT_ABORT) after waiting for the winner's commit, so running it again finds
+// the winner's row.
+func retryConflicts(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := retryDeadlock(ctx, fn)
+		if err == nil || attempt >= conflictRetries || !isDuplicateKey(err) || ctx.Err() != nil {
+			return err
 		}
 	}
 }

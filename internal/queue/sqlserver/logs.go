@@ -3,14 +3,10 @@ package sqlserver
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"readpast/internal/queue"
 )
-
-// maxPurgeBatch bounds one purge transaction.
-const maxPurgeBatch = 10000
 
 // Attempts returns execution-log rows newest first, one keyset page at a time.
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
@@ -31,7 +27,7 @@ func attemptsArgs(q queue.LogQuery) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var outcome any
+	var outcome any = sql.NullString{}
 	if q.Outcome != "" {
 		outcome = varchar(string(q.Outcome))
 	}
@@ -92,8 +88,8 @@ func (s *Store) purge(ctx context.Context, what string, q query, cutoff time.Tim
 
 // purgeArgs validates and binds a purge's parameters.
 func purgeArgs(cutoff time.Time, batch int) ([]any, error) {
-	if batch < 1 || batch > maxPurgeBatch {
-		return nil, &queue.ValidationError{Field: "batch", Reason: fmt.Sprintf("is %d: use 1 to %d", batch, maxPurgeBatch)}
+	if err := queue.CheckPurge(batch); err != nil {
+		return nil, err
 	}
 	if cutoff.IsZero() {
 		return nil, &queue.ValidationError{Field: "cutoff", Reason: "is not set"}

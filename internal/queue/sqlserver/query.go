@@ -27,7 +27,38 @@ var taskColumnNames = []string{
 	"chain_wait", "continue_on_failure", "max_attempts", "timeout_ms", "transactional",
 	"state", "attempts", "lease_owner", "lease_token", "lease_expires_at", "session_id",
 	"cancel_requested", "created_at", "created_by", "started_at", "finished_at", "last_error",
+	"unique_key",
 }
+
+// taskTableColumns declares a table variable's columns for the task columns of
+// taskColumnNames, in that order, typed as readpast_tasks has them: @out of
+// the claim.
+const taskTableColumns = `    id                  bigint        NOT NULL PRIMARY KEY,
+    queue               nvarchar(64)  NOT NULL,
+    body                nvarchar(max) NOT NULL,
+    priority            smallint      NOT NULL,
+    available_at        datetime2(6)  NOT NULL,
+    group_name          nvarchar(128) NULL,
+    chain               nvarchar(128) NULL,
+    stage               int           NOT NULL,
+    chain_wait          bit           NOT NULL,
+    continue_on_failure bit           NOT NULL,
+    max_attempts        int           NOT NULL,
+    timeout_ms          bigint        NOT NULL,
+    transactional       bit           NOT NULL,
+    state               varchar(10)   NOT NULL,
+    attempts            int           NOT NULL,
+    lease_owner         nvarchar(128) NULL,
+    lease_token         bigint        NULL,
+    lease_expires_at    datetime2(6)  NULL,
+    session_id          nvarchar(64)  NULL,
+    cancel_requested    bit           NOT NULL,
+    created_at          datetime2(6)  NOT NULL,
+    created_by          nvarchar(128) NOT NULL,
+    started_at          datetime2(6)  NULL,
+    finished_at         datetime2(6)  NULL,
+    last_error          nvarchar(max) NULL,
+    unique_key          nvarchar(128) NULL`
 
 // columns lists the task columns qualified by alias: "t.id, t.queue, ...".
 func columns(alias string) string {
@@ -50,6 +81,7 @@ func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
 	var (
 		t                                        queue.Task
 		group, chain, owner, session, lastErr    sql.NullString
+		uniqueKey                                sql.NullString
 		token                                    sql.NullInt64
 		leaseExpires, started, finished          sql.NullTime
 		priority, stage, maxAttempts, attempts   int64
@@ -63,6 +95,7 @@ func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
 		&chainWait, &cof, &maxAttempts, &timeoutMS, &transactional,
 		&state, &attempts, &owner, &token, &leaseExpires, &session,
 		&cancelReq, &createdAt, &t.CreatedBy, &started, &finished, &lastErr,
+		&uniqueKey,
 	}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
@@ -88,6 +121,7 @@ func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
 	t.StartedAt = utc(started)
 	t.FinishedAt = utc(finished)
 	t.LastError = lastErr.String
+	t.UniqueKey = uniqueKey.String
 	return &t, nil
 }
 
@@ -99,20 +133,25 @@ func utc(t sql.NullTime) time.Time {
 	return t.Time.UTC()
 }
 
-// datetime2 encodes t as a datetime2 parameter in UTC, or NULL for the zero
-// time. A plain time.Time would go as datetimeoffset, and converting that to a
-// datetime2 column keeps the clock time of its offset, not UTC.
+// Parameters are always typed, NULLs included: an untyped nil goes as TDS
+// type 0x1F (NULLTYPE), which SQL Server accepts but Microsoft's drivers never
+// send, and which Babelfish refuses. A typed NULL also lets the server pick
+// the same plan for a NULL and a value.
+
+// datetime2 encodes t as a datetime2 parameter in UTC, or a datetime2 NULL for
+// the zero time. A plain time.Time would go as datetimeoffset, and converting
+// that to a datetime2 column keeps the clock time of its offset, not UTC.
 func datetime2(t time.Time) any {
 	if t.IsZero() {
-		return nil
+		return mssql.NullDateTime{}
 	}
 	return civil.DateTimeOf(t.UTC())
 }
 
-// nullString is NULL for "" and the string otherwise.
+// nullString is an nvarchar NULL for "" and the string otherwise.
 func nullString(s string) any {
 	if s == "" {
-		return nil
+		return sql.NullString{}
 	}
 	return s
 }
@@ -124,10 +163,10 @@ func varchar(s string) any { return mssql.VarChar(s) }
 // maxText sends a possibly long string as nvarchar(max).
 func maxText(s string) any { return mssql.NVarCharMax(s) }
 
-// nullMaxText is NULL for "" and s as nvarchar(max) otherwise.
+// nullMaxText is an nvarchar NULL for "" and s as nvarchar(max) otherwise.
 func nullMaxText(s string) any {
 	if s == "" {
-		return nil
+		return sql.NullString{}
 	}
 	return mssql.NVarCharMax(s)
 }

@@ -17,13 +17,14 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 		now                         time.Time
 		paused                      sql.NullBool
 		queueMax, queueRunning      sql.NullInt64
+		queueWorkers                sql.NullInt64
 		groupRunning, groupMax      sql.NullInt64
 		chainStage, chainUnfinished sql.NullInt64
 	)
 	err := retryDeadlock(ctx, func() error {
 		var err error
 		row := s.db.QueryRowContext(ctx, getTaskQuery.text, idArgs("id", id)...)
-		t, err = scanTask(row, &now, &paused, &queueMax, &queueRunning, &groupRunning, &groupMax, &chainStage, &chainUnfinished)
+		t, err = scanTask(row, &now, &paused, &queueWorkers, &queueMax, &queueRunning, &groupRunning, &groupMax, &chainStage, &chainUnfinished)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -46,6 +47,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 			Queue:        t.Queue,
 			QueuePaused:  paused.Valid && paused.Bool,
 			QueueMax:     intPtr(queueMax),
+			QueueWorkers: intPtr(queueWorkers),
 			QueueRunning: int(queueRunning.Int64),
 		}
 		if t.Group != "" && !groupMax.Valid {
@@ -80,7 +82,7 @@ func listArgs(p queue.ListParams) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var state any
+	var state any = sql.NullString{}
 	if p.State != "" {
 		state = varchar(string(p.State))
 	}
@@ -113,9 +115,10 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 			x                   queueRow
 			workers, maxRunning sql.NullInt64
 			count               sql.NullInt64
+			updated             sql.NullTime
 		)
-		err := r.Scan(&x.q.Name, &workers, &maxRunning, &x.q.Paused, &x.q.UpdatedAt, &x.q.UpdatedBy, &x.state, &count)
-		x.q.UpdatedAt = x.q.UpdatedAt.UTC()
+		err := r.Scan(&x.q.Name, &workers, &maxRunning, &x.q.Paused, &updated, &x.q.UpdatedBy, &x.state, &count)
+		x.q.UpdatedAt = utc(updated)
 		x.q.Workers = intPtr(workers)
 		x.q.MaxRunning = intPtr(maxRunning)
 		x.count = count.Int64

@@ -12,11 +12,15 @@ package sqlserver
 // single-row UPDATE, committed at once. A heartbeat therefore never holds one
 // task's lock while it waits for another's, and so can never close a deadlock
 // cycle with a finisher that holds its own task and reads its chain-mates.
+//
+// OPENJSON numbers the elements of an array from 0 ([key] "0", "1", …), so the
+// walk starts below 0: it once started at 0, never extended the first lease
+// of any heartbeat, and a body that outran its lease was stopped as lost.
 var heartbeatBatch = query{
 	name: "heartbeat",
 	text: `SET NOCOUNT ON;
 
-DECLARE @i int = 0;
+DECLARE @i int = -1;
 DECLARE @id bigint;
 DECLARE @token bigint;
 DECLARE @asked TABLE (
@@ -80,9 +84,9 @@ SELECT @@ROWCOUNT;
 	params: []string{"session", "id", "token"},
 }
 
-// cancelBatch cancels a pending task at once (with the chain failure policy and
-// a chain refresh), or flags a running one for its holder. The result row is
-// the state before (NULL: no such task) and after.
+// cancelBatch cancels a pending task at once (with the chain failure policy,
+// a chain refresh and the finished counts), or flags a running one for its
+// holder. The result row is the state before (NULL: no such task) and after.
 var cancelBatch = query{
 	name: "cancel",
 	text: `SET NOCOUNT ON;
@@ -95,13 +99,13 @@ DECLARE @cof bit = 0;
 DECLARE @before varchar(10);
 DECLARE @state varchar(10);
 DECLARE @stage int;
-DECLARE @min_stage int;
-
+DECLARE @queue nvarchar(64);
+` + chainDeclarations + rollupDeclarations + `
 -- Lock order 2: the chain row.
 ` + lockChain + `
 -- Lock order 3: the task. If a claimer is taking it right now we wait for its
 -- commit, then see it running and only flag it.
-SELECT @before = t.state, @stage = t.stage
+SELECT @before = t.state, @stage = t.stage, @queue = t.queue
 FROM dbo.readpast_tasks AS t WITH (UPDLOCK, ROWLOCK)
 WHERE t.id = @id;
 
@@ -109,7 +113,7 @@ SET @state = @before;
 
 IF @before = 'pending'
 BEGIN
-    UPDATE dbo.readpast_tasks
+    UPDATE dbo.readpast_tasks WITH (ROWLOCK)
     SET state            = 'cancelled',
         finished_at      = @now,
         finished_by      = @actor,
@@ -118,16 +122,19 @@ BEGIN
     WHERE id = @id;
 
     SET @state = 'cancelled';
+    INSERT INTO @counted (queue, state, n) VALUES (@queue, 'cancelled', 1);
 ` + chainFailurePolicy + `
     IF @chain IS NOT NULL
     BEGIN
 ` + refreshChain + `
     END;
+` + countRollup + `
 END
 ELSE IF @before = 'running'
 BEGIN
-    -- The holder sees the flag in its next heartbeat and stops the statement.
-    UPDATE dbo.readpast_tasks
+    -- The holder sees the flag in its next heartbeat and stops the statement;
+    -- whatever then ends the attempt ends the task cancelled.
+    UPDATE dbo.readpast_tasks WITH (ROWLOCK)
     SET cancel_requested = 1,
         finished_by      = @actor
     WHERE id = @id;
@@ -147,8 +154,11 @@ SELECT @before AS before_state, @state AS state;
 }
 
 // retryBatch puts a failed or cancelled task back to pending now with a fresh
-// attempt budget (retry_base = attempts) and reopens the tasks of later stages
-// that the chain failure policy cancelled. The result is the state before.
+// attempt budget (retry_base = attempts), ready at once, and reopens the tasks
+// of later stages that the chain failure policy cancelled; the finished counts
+// shrink with them. A task whose unique key another unfinished task of its
+// queue holds now is not retried (conflict = 1): two unfinished tasks never
+// share a key. The result is the state before and the conflict flag.
 var retryBatch = query{
 	name: "retry",
 	text: `SET NOCOUNT ON;
@@ -160,20 +170,32 @@ DECLARE @chain nvarchar(128);
 DECLARE @cof bit = 0;
 DECLARE @before varchar(10);
 DECLARE @stage int;
-DECLARE @min_stage int;
-
+DECLARE @queue nvarchar(64);
+DECLARE @key nvarchar(128);
+DECLARE @conflict bit = 0;
+` + chainDeclarations + rollupDeclarations + `
 -- Lock order 2: the chain row.
 ` + lockChain + `
 -- Lock order 3: the task, then the chain's tasks.
-SELECT @before = t.state, @stage = t.stage
+SELECT @before = t.state, @stage = t.stage, @queue = t.queue, @key = t.unique_key
 FROM dbo.readpast_tasks AS t WITH (UPDLOCK, ROWLOCK)
 WHERE t.id = @id;
 
-IF @before IN ('failed', 'cancelled')
+IF @before IN ('failed', 'cancelled') AND @key IS NOT NULL AND EXISTS (
+    SELECT 1
+    FROM dbo.readpast_tasks AS x
+    WHERE x.queue = @queue
+      AND x.unique_key = @key
+      AND x.unique_key IS NOT NULL
+      AND x.state IN ('pending', 'running'))
+    SET @conflict = 1;
+
+IF @before IN ('failed', 'cancelled') AND @conflict = 0
 BEGIN
-    UPDATE dbo.readpast_tasks
+    UPDATE dbo.readpast_tasks WITH (ROWLOCK)
     SET state            = 'pending',
         available_at     = @now,
+        delayed          = 0,
         retry_base       = attempts,
         chain_wait       = 0,
         chain_cancelled  = 0,
@@ -183,31 +205,46 @@ BEGIN
         finished_by      = NULL
     WHERE id = @id;
 
+    INSERT INTO @counted (queue, state, n) VALUES (@queue, @before, -1);
+
     IF @chain IS NOT NULL
     BEGIN
+        DELETE FROM @chain_rows;
+        INSERT INTO @chain_rows (id, queue, chain_wait)
+        SELECT x.id, x.queue, 1
+        FROM dbo.readpast_tasks AS x
+        WHERE x.chain IS NOT NULL
+          AND x.chain = @chain
+          AND x.state = 'cancelled'
+          AND x.chain_cancelled = 1
+          AND x.stage > @stage;
+
         UPDATE t
         SET t.state           = 'pending',
+            t.delayed         = 0,
             t.retry_base      = t.attempts,
             t.chain_cancelled = 0,
             t.finished_at     = NULL,
             t.finished_by     = NULL,
             t.last_error      = NULL
-        FROM dbo.readpast_tasks AS t WITH (ROWLOCK)
-        WHERE t.chain IS NOT NULL
-          AND t.chain = @chain
-          AND t.state = 'cancelled'
-          AND t.chain_cancelled = 1
-          AND t.stage > @stage;
+        FROM dbo.readpast_tasks AS t WITH (ROWLOCK, FORCESEEK)
+        JOIN @chain_rows AS r ON r.id = t.id
+        WHERE t.state = 'cancelled';
+
+        INSERT INTO @counted (queue, state, n)
+        SELECT r.queue, 'cancelled', -COUNT_BIG(*)
+        FROM @chain_rows AS r
+        GROUP BY r.queue;
 ` + refreshChain + `
     END;
-
+` + countRollup + `
     INSERT INTO dbo.readpast_audit (actor, action, target, detail)
     VALUES (@actor, N'retry', CONCAT(N'task ', @id), CONCAT(N'was ', @before));
 END;
 
 COMMIT TRAN;
 
-SELECT @before AS before_state;
+SELECT @before AS before_state, @conflict AS conflict;
 `,
 	params: []string{"id", "actor"},
 }

@@ -1,22 +1,44 @@
 package sqlserver
 
-// The claim (docs/QUEUE.md, "Claiming"): claimCore bracketed by BEGIN TRAN /
-// COMMIT TRAN, one round trip, ending with claimResult, which reads the table
-// variable @out and so is the last thing the batch sends: no error can arrive
-// after its rows. Store.Hold sends the same batch inside an outer BEGIN TRAN,
-// so its COMMIT only leaves the nested level and the locks stay held.
+// The claim (docs/QUEUE.md, "Claiming" and "Claiming behind a backlog"):
+// claimCore bracketed by BEGIN TRAN / COMMIT TRAN, one round trip, ending with
+// claimResult, which reads the table variable @out and so is the last thing
+// the batch sends: no error can arrive after its rows. Store.Hold sends the
+// same batch inside an outer BEGIN TRAN, so its COMMIT only leaves the nested
+// level and the locks stay held.
 //
-// Parameters: @queue nvarchar, @owner nvarchar, @limit int (1-1000), @scan int
-// (rows the candidate read may return), @lease_ms int, @token bigint (random,
-// 63 bits; each task gets @token ^ id, a different fencing token per task).
+// Parameters: @queue nvarchar, @owner nvarchar, @limit int (1-1000),
+// @lease_ms int, @token bigint (random, 63 bits; each task gets @token ^ id, a
+// different fencing token per task).
 //
-// Locks, in the order taken: the queue row (capped queues only, UPDLOCK: the
-// one place a claimer waits, before it holds anything), the candidates' group
-// rows (UPDLOCK, READPAST: never waits), the claimed task rows (UPDLOCK,
-// READPAST: never waits). A claimer takes group rows before task rows, the
-// reverse of a finisher, but as it never waits for either it cannot close a
-// cycle with one. It locks only the tasks it claims: candidates it passes over
-// stay free for the next claimer, even while this transaction is open.
+// What it reads: the queue row; the due delayed tasks of the queue (index
+// readpast_tasks_delayed); the first ungrouped ready tasks (readpast_tasks_ready);
+// and, only when grouped tasks are ready, one probe per group that has ready
+// tasks (readpast_tasks_ready_grouped, a skip scan), the counters of those
+// groups, and the first tasks of the groups with free slots. Tasks that cannot
+// run now (delayed, waiting for their chain, in a full group) are never read
+// past, so a backlog of them does not slow the claim down (SPEC §9).
+//
+// What it locks, in the order taken: the queue row (capped queues only,
+// UPDLOCK: the one place a claimer waits, before it holds anything); the due
+// delayed tasks it makes ready (READPAST: never waits); the group rows of the
+// planned tasks it may admit, and no other group (UPDLOCK, READPAST: never
+// waits); the task rows it takes (READPAST: never waits). A claimer takes
+// group rows before task rows, the reverse of a finisher, but as it never
+// waits for either it cannot close a cycle with one. Candidates it passes over
+// stay unlocked for the next claimer, even while this transaction is open.
+//
+// Why two statements where the seed's pattern has one (an UPDATE of a CTE
+// with TOP and ORDER BY): the rows to take are read in claim order with
+// UPDLOCK, READPAST, ROWLOCK (the read that locks them, skipping what others
+// hold), and then updated by primary key, re-checked. In one transaction this
+// is the same as the CTE form on SQL Server, and it is also a form Babelfish
+// for PostgreSQL accepts (it cannot UPDATE through a CTE). The locking read
+// names lease_token, which is not in the index it seeks, so its plan looks
+// each row up in the clustered index and locks the clustered key too: the
+// claim then holds its rows the way every other writer finds them (by primary
+// key), and a cancel or finish of the same row meets the claimer's lock first
+// instead of closing a cycle with it on the index key.
 
 const claimPrologue = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
@@ -28,6 +50,41 @@ DECLARE @paused bit;
 DECLARE @cap int;
 DECLARE @running int;
 DECLARE @n int = @limit;
+DECLARE @plan_n int = 2 * @limit + 16;
+DECLARE @claimed int = 0;
+DECLARE @round int = 0;
+DECLARE @want_n int;
+DECLARE @need_n int;
+DECLARE @stop int;
+DECLARE @g nvarchar(128) = N'';
+DECLARE @next nvarchar(128);
+
+-- The plan and its bookkeeping. @groups: groups with ready tasks and free
+-- slots by their committed counters; @locked: group rows this claim holds,
+-- with their locked free slots and what it took; @skipped: group rows another
+-- transaction holds, not admitted this time.
+DECLARE @groups TABLE (name nvarchar(128) NOT NULL PRIMARY KEY, free int NOT NULL);
+DECLARE @cand TABLE (
+    id           bigint        NOT NULL PRIMARY KEY,
+    priority     smallint      NOT NULL,
+    available_at datetime2(6)  NOT NULL,
+    group_name   nvarchar(128) NULL,
+    free         int           NOT NULL
+);
+DECLARE @plan TABLE (
+    seq        int           NOT NULL PRIMARY KEY,
+    id         bigint        NOT NULL UNIQUE,
+    group_name nvarchar(128) NULL,
+    free       int           NOT NULL,
+    tried      bit           NOT NULL
+);
+DECLARE @locked TABLE (name nvarchar(128) NOT NULL PRIMARY KEY, free int NOT NULL, taken int NOT NULL);
+DECLARE @skipped TABLE (name nvarchar(128) NOT NULL PRIMARY KEY);
+DECLARE @need TABLE (name nvarchar(128) NOT NULL PRIMARY KEY);
+DECLARE @take TABLE (id bigint NOT NULL PRIMARY KEY, lease_token bigint NULL);
+DECLARE @out TABLE (
+` + taskTableColumns + `
+);
 
 -- Step 1: the queue row. Read it without a lock first: a queue with no cap is
 -- never locked on claim, so its claimers share no row at all.
@@ -35,10 +92,11 @@ SELECT @paused = q.paused, @cap = q.max_running
 FROM dbo.readpast_queues AS q
 WHERE q.name = @queue;
 
-IF @cap IS NOT NULL
+IF @cap IS NOT NULL AND @paused = 0
 BEGIN
     -- Capped: lock the queue row and count what runs, so two claimers cannot
-    -- both fill the same free slots.
+    -- both fill the same free slots. The count is a locking read that waits
+    -- for a finisher's commit: skipping a row would under-count and overfill.
     SELECT @paused = q.paused, @cap = q.max_running
     FROM dbo.readpast_queues AS q WITH (UPDLOCK, ROWLOCK)
     WHERE q.name = @queue;
@@ -58,132 +116,241 @@ END;
 IF @paused = 1 OR @n < 0
     SET @n = 0;
 
--- Step 2: candidates in claim order, read WITHOUT keeping locks. READPAST skips
--- rows another transaction holds (a task being claimed, cancelled, finished);
--- READCOMMITTEDLOCK makes it a locking read, which READPAST needs when the
--- database has READ_COMMITTED_SNAPSHOT ON, and which never sees uncommitted
--- rows. Nothing is decided here: step 4 locks and re-checks each row it takes.
--- The predicates match the filtered index readpast_tasks_claim literally.
--- The group pre-filter drops tasks whose group is full by its committed
--- counter; reading past a locked group row is safe because step 3 decides
--- admission with that row locked.
-DECLARE @cand TABLE (
-    seq        int           NOT NULL PRIMARY KEY,
-    id         bigint        NOT NULL UNIQUE,
-    group_name nvarchar(128) NULL,
-    tried      bit           NOT NULL
-);
-
+-- Step 2: due delayed tasks of the queue become ready, at most 1,000 a claim,
+-- skipping rows others hold. Found through readpast_tasks_delayed (the
+-- predicates match its filter literally); most claims find none in one probe.
 IF @n > 0
 BEGIN
-    INSERT INTO @cand (seq, id, group_name, tried)
-    SELECT TOP (@scan)
-           ROW_NUMBER() OVER (ORDER BY t.priority, t.available_at, t.id),
-           t.id, t.group_name, 0
+    UPDATE TOP (1000) dbo.readpast_tasks WITH (UPDLOCK, READPAST, ROWLOCK)
+    SET delayed = 0
+    WHERE queue = @queue
+      AND state = 'pending'
+      AND delayed = 1
+      AND available_at <= @now;
+END;
+
+IF @n > 0 AND NOT EXISTS (
+    SELECT 1
     FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
     WHERE t.queue = @queue
       AND t.state = 'pending'
       AND t.chain_wait = 0
-      AND t.available_at <= @now
-      AND NOT EXISTS (
-            SELECT 1
-            FROM dbo.readpast_groups AS pg WITH (READPAST, READCOMMITTEDLOCK)
-            WHERE pg.name = t.group_name
-              AND pg.running >= pg.max_running)
-    ORDER BY t.priority, t.available_at, t.id;
-END;
-
--- Step 3: lock the candidates' group rows, skipping (READPAST) any row another
--- claimer or finisher holds: its tasks are simply not admitted this time.
--- FORCESEEK: only those rows are read. Admission reads only these locked
--- counters, never other tasks' rows, so nothing uncommitted or skipped decides it.
-DECLARE @grp TABLE (
-    name  nvarchar(128) NOT NULL PRIMARY KEY,
-    free  int           NOT NULL,
-    taken int           NOT NULL
-);
-
-INSERT INTO @grp (name, free, taken)
-SELECT g.name, g.max_running - g.running, 0
-FROM dbo.readpast_groups AS g WITH (UPDLOCK, ROWLOCK, READPAST, FORCESEEK)
-WHERE g.name IN (SELECT c.group_name FROM @cand AS c WHERE c.group_name IS NOT NULL);
-
--- Step 4: admit and claim, in up to three rounds. A round plans, in claim
--- order, at most (free - taken) untried candidates per group and at most
--- (@n - claimed) in all; ranks inside a group follow claim order, so the cut
--- keeps each group's first. It then claims exactly those rows through a CTE
--- with UPDLOCK, READPAST, ROWLOCK (the seed's pattern): a row another
--- transaction holds is skipped, a row no longer claimable (claimed and
--- committed by someone else since step 2) fails the re-check, and the next
--- round plans further candidates instead. FORCESEEK: the rows are found by
--- primary key, so nothing else is locked.
-DECLARE @plan TABLE (id bigint NOT NULL PRIMARY KEY);
-DECLARE @claimed int = 0;
-DECLARE @round int = 0;
-DECLARE @out TABLE (
-    id                  bigint        NOT NULL PRIMARY KEY,
-    queue               nvarchar(64)  NOT NULL,
-    body                nvarchar(max) NOT NULL,
-    priority            smallint      NOT NULL,
-    available_at        datetime2(6)  NOT NULL,
-    group_name          nvarchar(128) NULL,
-    chain               nvarchar(128) NULL,
-    stage               int           NOT NULL,
-    chain_wait          bit           NOT NULL,
-    continue_on_failure bit           NOT NULL,
-    max_attempts        int           NOT NULL,
-    timeout_ms          bigint        NOT NULL,
-    transactional       bit           NOT NULL,
-    state               varchar(10)   NOT NULL,
-    attempts            int           NOT NULL,
-    lease_owner         nvarchar(128) NULL,
-    lease_token         bigint        NULL,
-    lease_expires_at    datetime2(6)  NULL,
-    session_id          nvarchar(64)  NULL,
-    cancel_requested    bit           NOT NULL,
-    created_at          datetime2(6)  NOT NULL,
-    created_by          nvarchar(128) NOT NULL,
-    started_at          datetime2(6)  NULL,
-    finished_at         datetime2(6)  NULL,
-    last_error          nvarchar(max) NULL
-);
-
-WHILE @claimed < @n AND @round < 3
+      AND t.delayed = 0
+      AND t.group_name IS NOT NULL)
 BEGIN
-    SET @round = @round + 1;
-    DELETE FROM @plan;
-
-    WITH ranked AS (
-        SELECT c.id, c.seq, c.group_name,
-               ROW_NUMBER() OVER (PARTITION BY c.group_name ORDER BY c.seq) AS group_rank
-        FROM @cand AS c
-        WHERE c.tried = 0
-    )
-    INSERT INTO @plan (id)
-    SELECT TOP (@n - @claimed) r.id
-    FROM ranked AS r
-    LEFT JOIN @grp AS g ON g.name = r.group_name
-    WHERE r.group_name IS NULL
-       OR r.group_rank <= g.free - g.taken
-    ORDER BY r.seq;
-
-    IF @@ROWCOUNT = 0
-        BREAK;
-
-    UPDATE c
-    SET c.tried = 1
-    FROM @cand AS c
-    JOIN @plan AS p ON p.id = c.id;
-
-    WITH pick AS (
-        SELECT t.*
-        FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)
-        WHERE t.id IN (SELECT p.id FROM @plan AS p)
+    -- Step 3, no grouped task is ready (one probe): the first @n ungrouped
+    -- ready tasks, skipping rows other claimers hold, are the claim. READPAST
+    -- always comes with a locking read (here UPDLOCK), so it also runs with
+    -- READ_COMMITTED_SNAPSHOT ON.
+    INSERT INTO @take (id, lease_token)
+    SELECT TOP (@n) t.id, t.lease_token
+    FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK)
+    WHERE t.queue = @queue
+      AND t.state = 'pending'
+      AND t.chain_wait = 0
+      AND t.delayed = 0
+      AND t.group_name IS NULL
+    ORDER BY t.priority, t.available_at, t.id;
+` + claimTaken + `
+END
+ELSE IF @n > 0
+BEGIN
+    -- Step 3, grouped tasks are ready. The plan, from committed rows, locking
+    -- nothing (READPAST with READCOMMITTEDLOCK: a locking read that skips what
+    -- others hold and keeps no lock). The groups with ready tasks in the queue,
+    -- one index probe each; of those, the ones whose committed counter shows
+    -- a free slot.
+    WHILE 1 = 1
+    BEGIN
+        SET @next = NULL;
+        SELECT TOP (1) @next = t.group_name
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
+        WHERE t.queue = @queue
           AND t.state = 'pending'
           AND t.chain_wait = 0
-          AND t.available_at <= @now
-    )
-    UPDATE pick
+          AND t.delayed = 0
+          AND t.group_name IS NOT NULL
+          AND t.group_name > @g
+        ORDER BY t.group_name;
+
+        IF @next IS NULL
+            BREAK;
+
+        INSERT INTO @groups (name, free)
+        SELECT g.name, g.max_running - g.running
+        FROM dbo.readpast_groups AS g WITH (READPAST, READCOMMITTEDLOCK)
+        WHERE g.name = @next
+          AND g.running < g.max_running;
+
+        SET @g = @next;
+    END;
+
+    -- The first 2 @n + 16 ungrouped ready tasks, and of each open group its
+    -- first min(free, @n) tasks and two more (in case other claimers hold
+    -- some), merged in claim order.
+    INSERT INTO @cand (id, priority, available_at, group_name, free)
+    SELECT TOP (@plan_n) t.id, t.priority, t.available_at, NULL, 0
+    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE t.queue = @queue
+      AND t.state = 'pending'
+      AND t.chain_wait = 0
+      AND t.delayed = 0
+      AND t.group_name IS NULL
+    ORDER BY t.priority, t.available_at, t.id;
+
+    INSERT INTO @cand (id, priority, available_at, group_name, free)
+    SELECT a.id, a.priority, a.available_at, o.name, o.free
+    FROM @groups AS o
+    CROSS APPLY (
+        SELECT TOP (CASE WHEN o.free < @n THEN o.free ELSE @n END + 2) t.id, t.priority, t.available_at
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
+        WHERE t.queue = @queue
+          AND t.group_name = o.name
+          AND t.state = 'pending'
+          AND t.chain_wait = 0
+          AND t.delayed = 0
+        ORDER BY t.priority, t.available_at, t.id
+    ) AS a;
+
+    INSERT INTO @plan (seq, id, group_name, free, tried)
+    SELECT TOP (@plan_n)
+           ROW_NUMBER() OVER (ORDER BY c.priority, c.available_at, c.id),
+           c.id, c.group_name, c.free, 0
+    FROM @cand AS c
+    ORDER BY c.priority, c.available_at, c.id;
+
+    -- Step 4: take tasks in plan order, in up to three rounds. A round first
+    -- locks the groups of the next tasks it could take that it does not hold
+    -- yet, skipping group rows another transaction holds (READPAST: such a
+    -- group is not admitted this time). With the rows locked, the counters
+    -- decide: at most max_running - running of a group's tasks, counting the
+    -- batch's own. Then it takes the offered tasks still claimable, skipping
+    -- rows another claimer holds; a slot offered to a task it could not take
+    -- stays free for the group's next task in the next round.
+    WHILE @claimed < @n AND @round < 3
+    BEGIN
+        SET @round = @round + 1;
+        SET @want_n = @n - @claimed;
+
+        -- The groups to lock: those of the first @want_n tasks the plan could
+        -- take, by the locked counter where held and the committed one
+        -- otherwise, that this claim does not hold yet.
+        DELETE FROM @need;
+        WITH ranked AS (
+            SELECT p.seq, p.group_name,
+                   ROW_NUMBER() OVER (PARTITION BY p.group_name ORDER BY p.seq) AS group_rank,
+                   COALESCE(l.free - l.taken, p.free) AS slots
+            FROM @plan AS p
+            LEFT JOIN @locked AS l ON l.name = p.group_name
+            WHERE p.tried = 0
+              AND NOT EXISTS (SELECT 1 FROM @skipped AS s WHERE s.name = p.group_name)
+        ), firsts AS (
+            SELECT TOP (@want_n) r.seq, r.group_name
+            FROM ranked AS r
+            WHERE r.group_name IS NULL OR r.group_rank <= r.slots
+            ORDER BY r.seq
+        )
+        INSERT INTO @need (name)
+        SELECT DISTINCT f.group_name
+        FROM firsts AS f
+        WHERE f.group_name IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM @locked AS l WHERE l.name = f.group_name);
+        SET @need_n = @@ROWCOUNT;
+
+        IF @need_n > 0
+        BEGIN
+            INSERT INTO @locked (name, free, taken)
+            SELECT g.name, g.max_running - g.running, 0
+            FROM dbo.readpast_groups AS g WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)
+            WHERE g.name IN (SELECT n.name FROM @need AS n);
+
+            INSERT INTO @skipped (name)
+            SELECT n.name
+            FROM @need AS n
+            WHERE NOT EXISTS (SELECT 1 FROM @locked AS l WHERE l.name = n.name);
+        END;
+
+        -- Claim order: a task of a group with free slots that is not locked
+        -- yet comes in a later round, and nothing after it is offered now.
+        SET @stop = NULL;
+        WITH ranked AS (
+            SELECT p.seq, p.group_name,
+                   ROW_NUMBER() OVER (PARTITION BY p.group_name ORDER BY p.seq) AS group_rank,
+                   p.free AS slots
+            FROM @plan AS p
+            WHERE p.tried = 0
+              AND p.group_name IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM @locked AS l WHERE l.name = p.group_name)
+              AND NOT EXISTS (SELECT 1 FROM @skipped AS s WHERE s.name = p.group_name)
+        )
+        SELECT @stop = MIN(r.seq)
+        FROM ranked AS r
+        WHERE r.group_rank <= r.slots;
+
+        -- Offer, in plan order, the ungrouped tasks and the tasks of locked
+        -- groups within their locked free slots.
+        DELETE FROM @take;
+        WITH ranked AS (
+            SELECT p.seq, p.id, p.group_name,
+                   ROW_NUMBER() OVER (PARTITION BY p.group_name ORDER BY p.seq) AS group_rank,
+                   l.free - l.taken AS slots
+            FROM @plan AS p
+            LEFT JOIN @locked AS l ON l.name = p.group_name
+            WHERE p.tried = 0
+              AND (@stop IS NULL OR p.seq < @stop)
+              AND (p.group_name IS NULL OR l.name IS NOT NULL)
+        )
+        INSERT INTO @take (id)
+        SELECT TOP (@want_n) r.id
+        FROM ranked AS r
+        WHERE r.group_name IS NULL OR r.group_rank <= r.slots
+        ORDER BY r.seq;
+
+        IF @@ROWCOUNT = 0
+        BEGIN
+            IF @need_n = 0
+                BREAK;
+            CONTINUE;
+        END;
+
+        UPDATE p
+        SET p.tried = 1
+        FROM @plan AS p
+        JOIN @take AS k ON k.id = p.id;
+
+        -- Take them: READPAST skips a row another claimer holds right now; the
+        -- re-check drops a row claimed and committed by someone else since
+        -- the plan was read.
+` + claimTaken + `
+        UPDATE l
+        SET l.taken = x.taken
+        FROM @locked AS l
+        JOIN (
+            SELECT o.group_name, COUNT(*) AS taken
+            FROM @out AS o
+            WHERE o.group_name IS NOT NULL
+            GROUP BY o.group_name
+        ) AS x ON x.group_name = l.name;
+    END;
+
+    -- Step 5: what each group took joins its running counter; the group rows
+    -- are locked since step 4.
+    UPDATE g
+    SET g.running = g.running + l.taken
+    FROM dbo.readpast_groups AS g WITH (ROWLOCK, FORCESEEK)
+    JOIN @locked AS l ON l.name = g.name
+    WHERE l.taken > 0;
+END;
+`
+
+// claimTaken marks the tasks in @take running, each under a new fencing
+// token, into @out, and counts them in @claimed. READPAST skips a row another
+// transaction holds; the re-check drops a row that is no longer claimable.
+// (On the fast path the rows are this claim's own already, locked by the read
+// that chose them, and READPAST passes them; on a server that ignores the
+// hints, the re-check is what keeps two claimers from taking one task.)
+var claimTaken = `
+    UPDATE dbo.readpast_tasks WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)
     SET state            = 'running',
         attempts         = attempts + 1,
         lease_owner      = @owner,
@@ -193,27 +360,13 @@ BEGIN
         session_id       = NULL,
         cancel_requested = 0
     OUTPUT ` + columns("inserted") + `
-    INTO @out (` + columnList() + `);
+    INTO @out (` + columnList() + `)
+    WHERE id IN (SELECT k.id FROM @take AS k)
+      AND state = 'pending'
+      AND chain_wait = 0
+      AND delayed = 0;
 
     SELECT @claimed = COUNT(*) FROM @out;
-
-    UPDATE g
-    SET g.taken = x.taken
-    FROM @grp AS g
-    JOIN (
-        SELECT o.group_name, COUNT(*) AS taken
-        FROM @out AS o
-        WHERE o.group_name IS NOT NULL
-        GROUP BY o.group_name
-    ) AS x ON x.group_name = g.name;
-END;
-
--- The group counters; their rows are locked since step 3.
-UPDATE g
-SET g.running = g.running + x.taken
-FROM dbo.readpast_groups AS g WITH (ROWLOCK, FORCESEEK)
-JOIN @grp AS x ON x.name = g.name
-WHERE x.taken > 0;
 `
 
 var claimResult = `
@@ -226,5 +379,5 @@ ORDER BY o.priority, o.available_at, o.id;
 var claimBatch = query{
 	name:   "claim",
 	text:   claimPrologue + "BEGIN TRAN;\n" + claimCore + "\nCOMMIT TRAN;\n" + claimResult,
-	params: []string{"queue", "owner", "limit", "scan", "lease_ms", "token"},
+	params: []string{"queue", "owner", "limit", "lease_ms", "token"},
 }

@@ -28,75 +28,39 @@ DECLARE @now datetime2(6) = SYSUTCDATETIME();
 DECLARE @chain nvarchar(128);
 DECLARE @cof bit = 0;
 DECLARE @group nvarchar(128);
+DECLARE @queue nvarchar(64);
 DECLARE @state varchar(10);
 DECLARE @stage int;
+DECLARE @attempt int;
+DECLARE @tries int;
+DECLARE @max_attempts int;
+DECLARE @cancel bit;
+DECLARE @held_by nvarchar(128);
+DECLARE @held_session nvarchar(64);
+DECLARE @held_since datetime2(6);
+DECLARE @backoff_ms int;
 DECLARE @available datetime2(6);
 DECLARE @lost bit = 0;
-DECLARE @min_stage int;
-DECLARE @done TABLE (
-    state        varchar(10)   NOT NULL,
-    available_at datetime2(6)  NOT NULL,
-    attempt      int           NOT NULL,
-    stage        int           NOT NULL,
-    queue        nvarchar(64)  NOT NULL,
-    lease_owner  nvarchar(128) NULL,
-    session_id   nvarchar(64)  NULL,
-    started_at   datetime2(6)  NULL
-);
-
+DECLARE @start_at datetime2(6);
+DECLARE @fin_at datetime2(6);
+DECLARE @busy_ms bigint;
+` + chainDeclarations + rollupDeclarations + `
 -- Lock order 2: the chain row.
 ` + lockChain + `
--- The group never changes after enqueue either.
-SELECT @group = t.group_name
-FROM dbo.readpast_tasks AS t
-WHERE t.id = @id;
-
--- Lock order 3: the task, fenced by its lease token. Zero rows: the lease is
--- not current (expired and reclaimed, finished, released); change nothing.
-UPDATE t
-SET t.state            = n.next_state,
-    t.available_at     = CASE WHEN n.next_state = 'pending'
-                              THEN DATEADD(millisecond,
-                                           CASE WHEN @release = 1 THEN 0 ELSE b.backoff_ms END,
-                                           @now)
-                              ELSE t.available_at END,
-    t.lease_owner      = NULL,
-    t.lease_token      = NULL,
-    t.lease_expires_at = NULL,
-    t.cancel_requested = 0,
-    t.finished_at      = CASE WHEN n.next_state = 'pending' THEN NULL ELSE @now END,
-    t.finished_by      = CASE WHEN n.next_state = 'pending' THEN NULL ELSE t.lease_owner END,
-    t.last_error       = COALESCE(@error, t.last_error)
-OUTPUT inserted.state, inserted.available_at, inserted.attempts, inserted.stage,
-       inserted.queue, deleted.lease_owner, deleted.session_id, deleted.started_at
-INTO @done (state, available_at, attempt, stage, queue, lease_owner, session_id, started_at)
-FROM dbo.readpast_tasks AS t WITH (ROWLOCK)
-CROSS APPLY (
-    -- queue.AfterAttempt, row by row: an operator's cancel request wins over
-    -- everything (a release or a reclaim must not run the task again); a
-    -- release is pending at once; failed, timed_out and lost retry while
-    -- attempts are left.
-    SELECT CASE
-        WHEN t.cancel_requested = 1 THEN 'cancelled'
-        WHEN @release = 1 THEN 'pending'
-        WHEN @outcome = 'succeeded' THEN 'succeeded'
-        WHEN @outcome = 'cancelled' THEN 'cancelled'
-        WHEN t.attempts - t.retry_base < t.max_attempts THEN 'pending'
-        ELSE 'failed'
-    END AS next_state
-) AS n
-CROSS APPLY (
-    SELECT CHOOSE(CASE WHEN t.attempts - t.retry_base < 1 THEN 1
-                       WHEN t.attempts - t.retry_base > 12 THEN 12
-                       ELSE t.attempts - t.retry_base END,
-                  @b1, @b2, @b3, @b4, @b5, @b6, @b7, @b8, @b9, @b10, @b11, @b12) AS backoff_ms
-) AS b
+-- Lock order 3: the task, fenced by its lease token, read under the lock
+-- the update then takes. No row: the lease is not current (expired and
+-- reclaimed, finished, released); change nothing.
+SELECT @queue = t.queue, @group = t.group_name, @stage = t.stage, @attempt = t.attempts,
+       @tries = t.attempts - t.retry_base, @max_attempts = t.max_attempts,
+       @cancel = t.cancel_requested, @held_by = t.lease_owner,
+       @held_session = t.session_id, @held_since = t.started_at
+FROM dbo.readpast_tasks AS t WITH (UPDLOCK, ROWLOCK)
 WHERE t.id = @id
   AND t.lease_token = @token
   AND t.state = 'running'
   AND (@reclaim = 0 OR t.lease_expires_at < @now);
 
-IF NOT EXISTS (SELECT 1 FROM @done)
+IF @queue IS NULL
 BEGIN
     SET @lost = 1;
     SELECT @state = t.state
@@ -105,8 +69,40 @@ BEGIN
 END
 ELSE
 BEGIN
-    SELECT @state = d.state, @stage = d.stage, @available = d.available_at
-    FROM @done AS d;
+    -- queue.AfterAttempt: an operator's cancel request wins over everything
+    -- (a release or a reclaim must not run the task again); a release is
+    -- pending at once; failed, timed_out and lost retry while attempts are
+    -- left, after queue.Backoff, delayed (out of the claim's indexes) until due.
+    SET @state = CASE
+        WHEN @cancel = 1 THEN 'cancelled'
+        WHEN @release = 1 THEN 'pending'
+        WHEN @outcome = 'succeeded' THEN 'succeeded'
+        WHEN @outcome = 'cancelled' THEN 'cancelled'
+        WHEN @tries < @max_attempts THEN 'pending'
+        ELSE 'failed'
+    END;
+    SET @backoff_ms = CASE WHEN @release = 1 THEN 0
+                           ELSE CHOOSE(CASE WHEN @tries < 1 THEN 1 WHEN @tries > 12 THEN 12 ELSE @tries END,
+                                       @b1, @b2, @b3, @b4, @b5, @b6, @b7, @b8, @b9, @b10, @b11, @b12) END;
+    IF @state = 'pending'
+        SET @available = DATEADD(millisecond, @backoff_ms, @now);
+
+    UPDATE dbo.readpast_tasks WITH (ROWLOCK)
+    SET state            = @state,
+        available_at     = COALESCE(@available, available_at),
+        delayed          = CASE WHEN @state = 'pending' AND @backoff_ms > 0 THEN 1 ELSE 0 END,
+        lease_owner      = NULL,
+        lease_token      = NULL,
+        lease_expires_at = NULL,
+        cancel_requested = 0,
+        finished_at      = CASE WHEN @state = 'pending' THEN NULL ELSE @now END,
+        finished_by      = CASE WHEN @state = 'pending' THEN NULL ELSE lease_owner END,
+        -- A success clears an earlier attempt's error (the log keeps it).
+        last_error       = CASE WHEN @state = 'succeeded' THEN NULL ELSE COALESCE(@error, last_error) END
+    WHERE id = @id;
+
+    IF @state <> 'pending'
+        INSERT INTO @counted (queue, state, n) VALUES (@queue, @state, 1);
 
     -- Still lock order 3: the chain's pending tasks.
 ` + chainFailurePolicy + `
@@ -115,37 +111,34 @@ BEGIN
 ` + refreshChain + `
     END;
 
-    -- Lock order 4: the group row, last. A claimer holding it (admission) never
+    -- Lock order 4: the group row. A claimer holding it (admission) never
     -- waits on anything we hold, so we only queue behind it.
     IF @group IS NOT NULL
     BEGIN
-        UPDATE g
-        SET g.running = CASE WHEN g.running > 0 THEN g.running - 1 ELSE 0 END
-        FROM dbo.readpast_groups AS g WITH (ROWLOCK)
-        WHERE g.name = @group;
+        UPDATE dbo.readpast_groups WITH (ROWLOCK)
+        SET running = CASE WHEN running > 0 THEN running - 1 ELSE 0 END
+        WHERE name = @group;
     END;
 
+    -- The attempt's times: a reclaimed (lost) attempt ran from the started_at
+    -- its claim set; the others start and end when their worker says. A row
+    -- never holds the zero time.
+    SET @fin_at = CAST(COALESCE(@finished, @now) AS datetime2(6));
+    SET @start_at = CAST(COALESCE(CASE WHEN @reclaim = 1 THEN @held_since END, @started, @fin_at) AS datetime2(6));
+    SET @busy_ms = CASE WHEN @fin_at > @start_at THEN DATEDIFF_BIG(millisecond, @start_at, @fin_at) ELSE 0 END;
+
+    -- Lock order 5: the rollup rows.
+` + countRollup + throughputRollup + `
     -- The execution-log row, in the same transaction as the state change.
-    -- Every claim sets started_at, so a reclaimed (lost) attempt ran from the
-    -- started_at of the row it fenced; the others start when their worker says.
     INSERT INTO dbo.readpast_attempts
         (task_id, attempt, queue, node, worker, session_id, started_at, finished_at,
          duration_ms, outcome, error, rows_affected, messages)
-    SELECT @id, d.attempt, d.queue,
-           COALESCE(@node, N''),
-           COALESCE(@worker, d.lease_owner, N''),
-           COALESCE(@session, d.session_id, N''),
-           w.started_at, w.finished_at,
-           CASE WHEN w.finished_at > w.started_at
-                THEN DATEDIFF_BIG(millisecond, w.started_at, w.finished_at)
-                ELSE 0 END,
-           @outcome, COALESCE(@error, N''), @rows, COALESCE(@messages, N'')
-    FROM @done AS d
-    CROSS APPLY (
-        SELECT CAST(COALESCE(CASE WHEN @reclaim = 1 THEN d.started_at END, @started, @now)
-                    AS datetime2(6)) AS started_at,
-               CAST(COALESCE(@finished, @now) AS datetime2(6)) AS finished_at
-    ) AS w;
+    VALUES (@id, @attempt, @queue,
+            COALESCE(@node, N''),
+            COALESCE(@worker, @held_by, N''),
+            COALESCE(@session, @held_session, N''),
+            @start_at, @fin_at, @busy_ms,
+            @outcome, COALESCE(@error, N''), @rows, COALESCE(@messages, N''));
 END;
 `
 

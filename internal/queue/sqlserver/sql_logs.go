@@ -27,38 +27,65 @@ OPTION (RECOMPILE);
 }
 
 // purgeAttemptsBatch deletes up to @batch log rows that finished before
-// @cutoff, oldest first, through the (finished_at) index. The result is the
-// number deleted; callers loop in small batches so no transaction is long.
+// @cutoff, oldest first, through the (finished_at) index, skipping rows
+// another transaction holds. The result is the number deleted; callers loop
+// in batches of at most queue.MaxPurgeBatch (2,000), so no transaction is
+// long, and lock escalation is disabled on the table (migration 7), so a
+// purge never takes a table lock that would stop the finishers' log inserts.
+// A DELETE with the rows chosen in a subquery, not through a CTE: the same on
+// SQL Server, and a form Babelfish accepts.
 var purgeAttemptsBatch = query{
 	name: "purge-attempts",
 	text: `SET NOCOUNT ON;
-WITH old AS (
+DELETE FROM dbo.readpast_attempts WITH (ROWLOCK)
+WHERE id IN (
     SELECT TOP (@batch) a.id
-    FROM dbo.readpast_attempts AS a WITH (ROWLOCK)
+    FROM dbo.readpast_attempts AS a WITH (UPDLOCK, READPAST, ROWLOCK)
     WHERE a.finished_at < @cutoff
-    ORDER BY a.finished_at
-)
-DELETE FROM old;
+    ORDER BY a.finished_at);
 SELECT @@ROWCOUNT;
 `,
 	params: []string{"batch", "cutoff"},
 }
 
 // purgeTasksBatch deletes up to @batch finished tasks that finished before
-// @cutoff. UPDLOCK, READPAST, ROWLOCK: a task another transaction holds (a
-// retry putting it back to pending) is skipped rather than waited for, and
-// the state is checked again under the lock, so a retried task survives.
+// @cutoff, oldest first, found through readpast_tasks_finished (the predicates
+// match its filter, so the purge never reads a pending or running row), and
+// takes their finished counts off the rollup in the same transaction. UPDLOCK,
+// READPAST, ROWLOCK: a task another transaction holds (a retry putting it back
+// to pending) is skipped rather than waited for, and the DELETE checks the
+// state again, so a retried task survives. The read names attempts, which the
+// index does not cover, so its lookup locks the clustered key as well, as every
+// other writer of a task does first.
 var purgeTasksBatch = query{
 	name: "purge-tasks",
 	text: `SET NOCOUNT ON;
-WITH old AS (
-    SELECT TOP (@batch) t.id
-    FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK)
-    WHERE t.state IN ('succeeded', 'failed', 'cancelled')
-      AND t.finished_at < @cutoff
-)
-DELETE FROM old;
-SELECT @@ROWCOUNT;
+SET XACT_ABORT ON;
+BEGIN TRAN;
+
+DECLARE @old TABLE (id bigint NOT NULL PRIMARY KEY, attempts int NOT NULL);
+DECLARE @gone TABLE (queue nvarchar(64) NOT NULL, state varchar(10) NOT NULL);
+` + rollupDeclarations + `
+INSERT INTO @old (id, attempts)
+SELECT TOP (@batch) t.id, t.attempts
+FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK)
+WHERE t.state IN ('succeeded', 'failed', 'cancelled')
+  AND t.finished_at < @cutoff
+ORDER BY t.finished_at;
+
+DELETE FROM dbo.readpast_tasks WITH (ROWLOCK, FORCESEEK)
+OUTPUT deleted.queue, deleted.state INTO @gone (queue, state)
+WHERE id IN (SELECT o.id FROM @old AS o)
+  AND state IN ('succeeded', 'failed', 'cancelled');
+
+INSERT INTO @counted (queue, state, n)
+SELECT g.queue, g.state, -COUNT_BIG(*)
+FROM @gone AS g
+GROUP BY g.queue, g.state;
+` + countRollup + `
+COMMIT TRAN;
+
+SELECT COUNT_BIG(*) FROM @gone;
 `,
 	params: []string{"batch", "cutoff"},
 }

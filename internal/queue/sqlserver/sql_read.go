@@ -14,6 +14,7 @@ var getTaskQuery = query{
 	text: `SELECT ` + columns("t") + `,
        SYSUTCDATETIME() AS now_utc,
        q.paused,
+       q.workers,
        q.max_running,
        CASE WHEN t.state = 'pending' AND q.max_running IS NOT NULL
             THEN (SELECT COUNT(*)
@@ -65,21 +66,37 @@ OPTION (RECOMPILE);
 }
 
 // queuesQuery lists queues (all, or the one named by @name) with their task
-// counts per state, one row per (queue, state); the counts come from the
-// (queue, state, id) index.
+// counts per state, one row per (queue, state). Unfinished tasks are counted
+// through the (state, id) and (queue, state, id) indexes, which reach only
+// pending and running rows: the count grows with the work waiting, never
+// with history. Finished tasks come from the readpast_counts rollup, kept by
+// the transactions that finish, cancel, retry and purge them.
 var queuesQuery = query{
 	name: "queues",
-	text: `SELECT q.name, q.workers, q.max_running, q.paused, q.updated_at, q.updated_by,
-       c.state, c.tasks
-FROM dbo.readpast_queues AS q
-LEFT JOIN (
-    SELECT t.queue, t.state, COUNT_BIG(*) AS tasks
+	text: `WITH counts AS (
+    SELECT t.queue, t.state, COUNT_BIG(*) AS n
     FROM dbo.readpast_tasks AS t
-    WHERE @name IS NULL OR t.queue = @name
+    WHERE t.state IN ('pending', 'running')
+      AND (@name IS NULL OR t.queue = @name)
     GROUP BY t.queue, t.state
-) AS c ON c.queue = q.name
-WHERE @name IS NULL OR q.name = @name
-ORDER BY q.name
+    UNION ALL
+    SELECT c.queue, c.state, c.n
+    FROM dbo.readpast_counts AS c
+    WHERE c.n <> 0
+      AND (@name IS NULL OR c.queue = @name)
+), names AS (
+    SELECT q.name
+    FROM dbo.readpast_queues AS q
+    WHERE @name IS NULL OR q.name = @name
+    UNION
+    SELECT k.queue FROM counts AS k
+)
+SELECT n.name, q.workers, q.max_running, COALESCE(q.paused, CAST(0 AS bit)), q.updated_at,
+       COALESCE(q.updated_by, N''), c.state, c.n
+FROM names AS n
+LEFT JOIN dbo.readpast_queues AS q ON q.name = n.name
+LEFT JOIN counts AS c ON c.queue = n.name
+ORDER BY n.name
 OPTION (RECOMPILE);
 `,
 	params: []string{"name"},

@@ -96,6 +96,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 	})
 }
 
+// MigrateDown reverts every migration, newest first.
+func (s *Store) MigrateDown(ctx context.Context) error {
+	return s.withMigrateDriver(ctx, func(drv database.Driver) error {
+		return queue.MigrateDown(Dialect, drv)
+	})
+}
+
 // openJSONProbe runs OPENJSON the way the store's batches do.
 const openJSONProbe = `SELECT COUNT(*) FROM OPENJSON(N'[{"id":"1"}]') AS a CROSS APPLY OPENJSON(a.value) WITH (id bigint '$.id') AS j;`
 

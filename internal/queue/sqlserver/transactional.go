@@ -15,15 +15,15 @@ import (
 // RunTransactional implements queue.Store. One session of the store's pool,
 // taken for the task:
 //
-//  1. beginTxBatch: BEGIN TRAN, the session id and CURRENT_TRANSACTION_ID(),
-//     in one round trip.
+//  1. beginTxBatch: BEGIN TRAN, an application lock owned by that
+//     transaction (its mark), and the session id, in one round trip.
 //  2. The body's batches, each sent as it is (no parameters, so CREATE
 //     PROCEDURE and the like work), its PRINT/RAISERROR messages and rows
 //     gathered as the target executor gathers them (sqlrun.RunMSSQL). When
 //     ctx ends the driver sends an attention and the statement stops.
 //  3. restoreBatch sets the session back to a fixed state (restoreSession
 //     says which options and why) and reads XACT_STATE(), @@TRANCOUNT and
-//     CURRENT_TRANSACTION_ID(): the completion runs only in the transaction
+//     whether the mark is still held: the completion runs only in the transaction
 //     begun in 1, still committable, at nesting level 1.
 //  4. The completion, finishInTx: the same statements as every finish.
 //  5. COMMIT TRAN.
@@ -57,11 +57,29 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	return res, nil
 }
 
-// beginTxBatch begins the task's transaction and names it. SET NOCOUNT OFF:
-// the body's row counts are reported as the target executor reports them.
-const beginTxBatch = `SET NOCOUNT OFF;
+// beginTxBatch begins the task's transaction and marks it with an
+// application lock that the transaction owns (sp_getapplock, @LockOwner
+// 'Transaction'): SQL Server releases it exactly when that transaction ends,
+// by COMMIT or ROLLBACK, and a transaction the body begins afterwards does not
+// have it. So after the body, APPLOCK_MODE says whether the session is still
+// in the transaction begun here. (CURRENT_TRANSACTION_ID() would say the same
+// on SQL Server 2016 and later; Babelfish lacks it, and the lock works on
+// both.) The resource names the task and its lease, so no other session ever
+// asks for it: the call never waits and never fails. SET NOCOUNT OFF: the
+// body's row counts are reported as the target executor reports them.
+func beginTxBatch(mark string) string {
+	return `SET NOCOUNT OFF;
 BEGIN TRAN;
-SELECT CAST(@@SPID AS bigint), CURRENT_TRANSACTION_ID();`
+DECLARE @marked int;
+EXEC @marked = sp_getapplock @Resource = N'` + mark + `', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 0;
+SELECT CAST(@@SPID AS bigint), @marked;`
+}
+
+// txMark is the application lock resource that marks task a's transaction:
+// digits and slashes only, so it is safe inside a literal.
+func txMark(a queue.Attempt) string {
+	return fmt.Sprintf("readpast/tx/%d/%d", a.TaskID, a.Token)
+}
 
 // restoreBatch sets the session back to what the store's statements are
 // written for, whatever the body did (SET options last until the session
@@ -84,7 +102,7 @@ SELECT CAST(@@SPID AS bigint), CURRENT_TRANSACTION_ID();`
 //     another database's tables (208, or another store's).
 //
 // It ends by reading what decides whether the completion may run.
-func restoreBatch(database string) string {
+func restoreBatch(database, mark string) string {
 	return `SET NOEXEC OFF;
 SET PARSEONLY OFF;
 SET FMTONLY OFF;
@@ -103,7 +121,7 @@ SET IMPLICIT_TRANSACTIONS OFF;
 SET XACT_ABORT ON;
 SET CURSOR_CLOSE_ON_COMMIT OFF;
 USE ` + quoteName(database) + `;
-SELECT XACT_STATE(), @@TRANCOUNT, CURRENT_TRANSACTION_ID();`
+SELECT XACT_STATE(), @@TRANCOUNT, APPLOCK_MODE(N'public', N'` + mark + `', N'Transaction');`
 }
 
 // runTransactionalOnce is one try of RunTransactional.
@@ -115,9 +133,13 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 	clean := false
 	defer func() { s.releaseTxConn(conn, clean) }()
 
-	var spid, txID int64
-	if err := conn.QueryRowContext(ctx, beginTxBatch).Scan(&spid, &txID); err != nil {
+	var spid, marked int64
+	mark := txMark(a)
+	if err := conn.QueryRowContext(ctx, beginTxBatch(mark)).Scan(&spid, &marked); err != nil {
 		return res, err
+	}
+	if marked < 0 {
+		return res, fmt.Errorf("marking the task's transaction: sp_getapplock returned %d", marked)
 	}
 	res.SessionID = fmt.Sprint(spid)
 	msgs := &sqlrun.Messages{}
@@ -127,7 +149,7 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 	dctx, cancel := queue.Detached(ctx)
 	defer cancel()
 	if res.BodyErr == nil {
-		res.BodyErr = s.restoreSession(dctx, conn, txID)
+		res.BodyErr = s.restoreSession(dctx, conn, mark)
 	}
 	if res.BodyErr != nil {
 		res.RowsAffected = 0 // rolled back
@@ -172,14 +194,14 @@ func runBody(ctx context.Context, conn *sql.Conn, runs []sqlscript.Run, msgs *sq
 }
 
 // restoreSession runs restoreBatch and checks that the completion may run in
-// the transaction: the one begun for the task (txID), committable, not
-// nested. The error says what the body did.
-func (s *Store) restoreSession(ctx context.Context, conn *sql.Conn, txID int64) error {
+// the transaction: the one begun for the task (it holds mark), committable,
+// not nested. The error says what the body did.
+func (s *Store) restoreSession(ctx context.Context, conn *sql.Conn, mark string) error {
 	var (
 		state, trancount int
-		current          sql.NullInt64
+		held             string
 	)
-	err := conn.QueryRowContext(ctx, restoreBatch(s.database)).Scan(&state, &trancount, &current)
+	err := conn.QueryRowContext(ctx, restoreBatch(s.database, mark)).Scan(&state, &trancount, &held)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return errors.New("after the body the session answered no rows: the body left SHOWPLAN, NOEXEC or a similar option on")
@@ -189,7 +211,7 @@ func (s *Store) restoreSession(ctx context.Context, conn *sql.Conn, txID int64) 
 		return errors.New("the body's error left its transaction uncommittable (XACT_STATE() = -1), even if the body caught it: everything it did was rolled back")
 	case trancount == 0 || state == 0:
 		return errors.New("the body ended the task's transaction (COMMIT or ROLLBACK): a transactional task's body must leave that to ReadPast, which commits it with the completion")
-	case !current.Valid || current.Int64 != txID:
+	case held != "Exclusive":
 		return errors.New("the body committed or rolled back the task's transaction and began another (COMMIT; BEGIN TRAN): what it did before that COMMIT is committed without the task's completion")
 	case trancount > 1:
 		return fmt.Errorf("the body left @@TRANCOUNT at %d (a BEGIN TRANSACTION without its COMMIT)", trancount)
