@@ -19,6 +19,7 @@ import (
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 	"readpast/internal/target"
+	"readpast/internal/web/api"
 	"readpast/internal/workers"
 )
 
@@ -42,7 +43,7 @@ type apiEnv struct {
 	ctx     context.Context
 	srv     *httptest.Server
 	server  *Server
-	store   Store
+	store   queue.Store
 	dbPath  string
 	node    *workers.Node
 	metrics *Metrics
@@ -108,7 +109,7 @@ func (r apiRes) json(t *testing.T, v any) {
 // errorMsg is the {"error": ...} of a refusal.
 func (r apiRes) errorMsg(t *testing.T) string {
 	t.Helper()
-	var b errorBody
+	var b api.ErrorBody
 	r.json(t, &b)
 	require.NotEmpty(t, b.Error, "a refusal must say why: %s", r.body)
 	return b.Error
@@ -151,11 +152,11 @@ func (e *apiEnv) call(method, path, token, body string) apiRes {
 }
 
 // enqueue posts one task and returns it.
-func (e *apiEnv) enqueue(token, body string) taskOut {
+func (e *apiEnv) enqueue(token, body string) api.Task {
 	e.t.Helper()
 	r := e.call("POST", "/api/tasks", token, body)
 	require.Equal(e.t, http.StatusCreated, r.status, "enqueue: %s", r.body)
-	var t taskOut
+	var t api.Task
 	r.json(e.t, &t)
 	return t
 }
@@ -194,9 +195,6 @@ func newJar(t *testing.T) http.CookieJar {
 	require.NoError(t, err)
 	return jar
 }
-
-// longBody runs on SQLite until it is interrupted.
-const longBody = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) SELECT count(*) FROM c"
 
 // nopBody is a request body of s.
 func nopBody(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }

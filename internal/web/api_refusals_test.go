@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"readpast/internal/web/api"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -96,7 +98,7 @@ func TestAPIErrorNamesField(t *testing.T) {
 	t.Parallel()
 	e := newAPIEnv(t, apiOpts{})
 	r := e.call("POST", "/api/tasks", "", `{"body":"SELECT 1","prio":3}`)
-	var b errorBody
+	var b api.ErrorBody
 	r.json(t, &b)
 	require.Equal(t, "prio", b.Field)
 	require.Equal(t, `invalid prio: is not a known field (see docs/API.md)`, b.Error)

@@ -11,6 +11,7 @@ import (
 
 	"readpast/internal/logs"
 	"readpast/internal/queue"
+	"readpast/internal/web/api"
 )
 
 // A task enqueued through the API runs on the node at once and reads back with
@@ -32,7 +33,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 	r := e.call("GET", fmt.Sprintf("/api/tasks/%d", created.ID), testViewerToken, "")
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	var d struct {
-		taskOut
+		api.Task
 		Why *string    `json:"why"`
 		Log []logs.Row `json:"log"`
 	}
@@ -71,7 +72,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 		require.Less(t, pages, 5, "paging must end")
 		r = e.call("GET", "/api/tasks?queue=paged&limit=2"+cursor, testViewerToken, "")
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-		var p taskPage
+		var p api.TaskPage
 		r.json(t, &p)
 		for _, task := range p.Tasks {
 			require.Equal(t, "paged", task.Queue)
@@ -87,12 +88,12 @@ func TestAPITaskLifecycle(t *testing.T) {
 		require.Less(t, seen[i], seen[i-1], "newest first")
 	}
 	r = e.call("GET", "/api/tasks?queue=paged&limit=5", op, "")
-	var exact taskPage
+	var exact api.TaskPage
 	r.json(t, &exact)
 	require.Len(t, exact.Tasks, 5)
 	require.Nil(t, exact.NextCursor, "a page that ends the list says so")
 	r = e.call("GET", "/api/tasks?state=succeeded&queue=etl", op, "")
-	var p taskPage
+	var p api.TaskPage
 	r.json(t, &p)
 	require.Len(t, p.Tasks, 1)
 	require.Equal(t, created.ID, p.Tasks[0].ID)
@@ -167,7 +168,7 @@ func TestAPIEscapesScriptBody(t *testing.T) {
 		require.Equal(t, "application/json", r.header.Get("Content-Type"))
 		require.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"))
 	}
-	var back taskOut
+	var back api.Task
 	e.call("GET", fmt.Sprintf("/api/tasks/%d", created.ID), "", "").json(t, &back)
 	require.Equal(t, "SELECT '"+evil+"'", back.Body, "escaping is only the JSON encoding")
 	require.True(t, strings.HasPrefix(back.Body, "SELECT"))

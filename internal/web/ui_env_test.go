@@ -19,6 +19,7 @@ import (
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 	"readpast/internal/target"
+	"readpast/internal/web/auth"
 	"readpast/internal/workers"
 )
 
@@ -35,7 +36,7 @@ type uiEnv struct {
 	ctx    context.Context
 	srv    *httptest.Server
 	server *Server
-	store  Store
+	store  queue.Store
 	node   *workers.Node
 	jar    http.CookieJar
 }
@@ -100,8 +101,8 @@ func (e *uiEnv) get(path string) page {
 // post submits a form with the page's CSRF token (unless the form sets its own).
 func (e *uiEnv) post(path string, form url.Values) page {
 	e.t.Helper()
-	if _, ok := form[csrfField]; !ok {
-		form.Set(csrfField, e.csrf())
+	if _, ok := form[auth.CSRFField]; !ok {
+		form.Set(auth.CSRFField, e.csrf())
 	}
 	req, err := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+path, strings.NewReader(form.Encode()))
 	require.NoError(e.t, err)
@@ -146,6 +147,3 @@ func (e *uiEnv) waitState(id int64, st queue.State, within time.Duration) {
 		return err == nil && t.State == st
 	}, within, 20*time.Millisecond, "task %d did not become %s", id, st)
 }
-
-// slowBody runs on SQLite for a long while (until cancelled).
-const slowBody = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) SELECT count(*) FROM c"
