@@ -141,5 +141,7 @@ func TestOperations(t *testing.T) {
 		require.Equal(t, queue.Group{Name: "invoices", MaxRunning: 2, UpdatedAt: g.UpdatedAt, UpdatedBy: "operator:eve"}, *g)
 		_, err = o.SetGroupLimit(ctx, "operator:eve", "invoices", 0)
 		require.True(t, queue.IsValidation(err), "%v", err)
+		_, err = o.SetGroupLimit(ctx, "operator:eve", "in\x00voices", 2)
+		require.True(t, queue.IsValidation(err), "a name no dialect can store is refused: %v", err)
 	})
 }

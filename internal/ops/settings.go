@@ -28,6 +28,9 @@ func (o *Ops) UpdateQueue(ctx context.Context, actor, name string, u queue.Queue
 // SetGroupLimit sets how many tasks of the group may run at once, cluster-wide,
 // and returns the group as it is afterwards.
 func (o *Ops) SetGroupLimit(ctx context.Context, actor, name string, maxRunning int) (*queue.Group, error) {
+	if err := queue.CheckName("group", name); err != nil {
+		return nil, err
+	}
 	if err := queue.CheckGroupLimit(name, maxRunning); err != nil {
 		return nil, err
 	}

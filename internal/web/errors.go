@@ -46,8 +46,10 @@ func classify(err error) (status int, body api.ErrorBody) {
 	return http.StatusInternalServerError, api.ErrorBody{Error: "internal error: " + err.Error()}
 }
 
-// handleError is echo's HTTPErrorHandler: the dashboard's HTML error page for a
-// browser's page request, JSON {"error": ...} (api.ErrorBody) for the rest.
+// handleError is echo's HTTPErrorHandler. A page request gets the dashboard's
+// HTML error page, whatever it accepts, as the page itself would have been
+// HTML (a database outage must not turn a page into raw JSON); the API,
+// /metrics and the probes get JSON {"error": ...} (api.ErrorBody).
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		s.log.Warn("error after the response started", "path", c.Request().URL.Path, "err", err)
@@ -59,7 +61,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if c.Request().Method == http.MethodHead {
 		err = c.NoContent(status)
-	} else if request.WantsHTML(c.Request()) {
+	} else if request.IsPage(c.Request()) {
 		err = s.pages.ErrorPage(c, status, body.Error)
 	} else {
 		err = api.WriteJSON(c, status, body)

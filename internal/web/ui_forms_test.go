@@ -95,6 +95,10 @@ func TestEnqueueForm(t *testing.T) {
 		{url.Values{"body": {"SELECT 1"}, "delay": {"5m"}, "available_at": {"2031-01-01T00:00"}}, "available_at", "not both"},
 		{url.Values{"body": {"SELECT 1"}, "stage": {"2"}}, "stage", "chain is empty"},
 		{url.Values{"body": {"SELECT 1"}, "timeout_seconds": {"-1"}}, "timeout_seconds", "use 0"},
+		{url.Values{"body": {"SELECT 1"}, "max_attempts": {"0"}}, "max_attempts", "use 1 to 1000"},
+		{url.Values{"body": {"SELECT 1\x00"}}, "body", "NUL"},
+		{url.Values{"body": {"SELECT 1"}, "group": {"g\x00"}}, "group", "NUL"},
+		{url.Values{"body": {"SELECT \xff"}}, "body", "UTF-8"},
 		{url.Values{"mode": {"script"}, "body": {"GO\nGO"}}, "body", "is empty"},
 		{url.Values{"mode": {"script"}, "body": {"SELECT 1\nGO x\nSELECT 2"}}, "body", "line 2 (&#34;GO x&#34;): GO takes only a repeat count"},
 	} {

@@ -1,9 +1,11 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/labstack/echo/v4"
 
@@ -57,14 +59,15 @@ type optional[T any] struct {
 	V         T
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (o *optional[T]) UnmarshalJSON(b []byte) error {
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (o *optional[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	o.Set = true
-	if string(b) == "null" {
+	if dec.PeekKind() == 'n' {
 		o.Null = true
-		return nil
+		_, err := dec.ReadToken()
+		return err
 	}
-	return json.Unmarshal(b, &o.V)
+	return json.UnmarshalDecode(dec, &o.V)
 }
 
 // queuePatch is PATCH /api/queues/{name}; absent fields stay as they are.

@@ -25,7 +25,7 @@ type taskIn struct {
 	Group             string   `json:"group"`
 	Chain             string   `json:"chain"`
 	Stage             *int     `json:"stage"`
-	MaxAttempts       int      `json:"max_attempts"`
+	MaxAttempts       *int     `json:"max_attempts"` // nil: the default; 0 is refused
 	TimeoutSeconds    *float64 `json:"timeout_seconds"`
 	Transactional     bool     `json:"transactional"`
 	ContinueOnFailure bool     `json:"continue_on_failure"`
@@ -38,9 +38,15 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 		return queue.NewTask{}, &queue.ValidationError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)}
 	}
 	t := queue.NewTask{Queue: in.Queue, Body: in.Body, Priority: in.Priority, Group: in.Group, Chain: in.Chain,
-		MaxAttempts: in.MaxAttempts, Transactional: in.Transactional, ContinueOnFailure: in.ContinueOnFailure}
+		Transactional: in.Transactional, ContinueOnFailure: in.ContinueOnFailure}
 	if in.Stage != nil {
 		t.Stage = *in.Stage
+	}
+	if m := in.MaxAttempts; m != nil {
+		if err := queue.CheckMaxAttempts(*m); err != nil {
+			return queue.NewTask{}, prefixed(prefix, err)
+		}
+		t.MaxAttempts = *m
 	}
 	if in.DelaySeconds != nil && in.AvailableAt != nil {
 		return bad("delay_seconds", "and available_at are both set: give one of them")
@@ -65,10 +71,20 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 		t.Timeout = time.Duration(*s * float64(time.Second))
 	}
 	n, err := t.Normalize(maxBody)
+	return n, prefixed(prefix, err)
+}
+
+// prefixed names the field of a validation error as the API does: with its
+// API name (timeout_seconds for the model's timeout), after prefix ("tasks[3].").
+func prefixed(prefix string, err error) error {
 	if ve, ok := err.(*queue.ValidationError); ok {
+		switch ve.Field {
+		case "timeout", "delay":
+			ve.Field += "_seconds"
+		}
 		ve.Field = prefix + ve.Field
 	}
-	return n, err
+	return err
 }
 
 // Task is a task as the API returns it; times are RFC 3339 UTC and absent

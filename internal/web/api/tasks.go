@@ -60,6 +60,8 @@ func (h *Handler) createBatch(c echo.Context) error {
 		return &queue.ValidationError{Field: "tasks", Reason: fmt.Sprintf("has %d tasks: send at most %d per batch", len(in.Tasks), maxBatchTasks)}
 	case in.Chain != nil && *in.Chain == "":
 		return &queue.ValidationError{Field: "chain", Reason: "is empty: name the chain, or leave it out for independent tasks"}
+	case in.Chain != nil && queue.CheckName("chain", *in.Chain) != nil:
+		return queue.CheckName("chain", *in.Chain)
 	case in.Chain == nil && in.ContinueOnFailure:
 		return &queue.ValidationError{Field: "continue_on_failure", Reason: "is set but chain is not: it is a chain's failure policy"}
 	}
@@ -115,6 +117,9 @@ func (h *Handler) listTasks(c echo.Context) error {
 	}
 	p.Limit = int(min(limit, 1<<20))
 	if p.Limit, err = queue.CheckList(p); err != nil {
+		return err
+	}
+	if err := request.CheckTaskFilter(p); err != nil {
 		return err
 	}
 	// Read one row more than the page, when the store allows it, so that

@@ -229,7 +229,7 @@ func (a *Guard) RequireRole(r Role) echo.MiddlewareFunc {
 		return a.Authenticate(func(c echo.Context) error {
 			p, ok := principalOf(c)
 			if !ok {
-				if request.WantsHTML(c.Request()) && c.Request().Method == http.MethodGet {
+				if request.IsPage(c.Request()) && c.Request().Method == http.MethodGet {
 					return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 				}
 				msg, _ := c.Get(ctxAuthError).(string)

@@ -123,6 +123,11 @@ func parseTaskForm(f templates.TaskForm, script bool) (queue.NewTask, map[string
 		t.Priority = &p
 	}
 	whole("max_attempts", f.MaxAttempts, &t.MaxAttempts)
+	if f.MaxAttempts != "" && errs["max_attempts"] == "" {
+		if err := queue.CheckMaxAttempts(t.MaxAttempts); err != nil {
+			errs["max_attempts"] = err.(*queue.ValidationError).Reason
+		}
+	}
 	if !script {
 		whole("stage", f.Stage, &t.Stage)
 	}

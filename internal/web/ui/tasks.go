@@ -10,6 +10,7 @@ import (
 
 	"readpast/internal/ops"
 	"readpast/internal/queue"
+	"readpast/internal/web/request"
 	"readpast/web/templates"
 )
 
@@ -75,7 +76,7 @@ func tasksParams(q url.Values) (queue.ListParams, error) {
 		}
 		p.Before = n
 	}
-	return p, nil
+	return p, request.CheckTaskFilter(p)
 }
 
 // tasksQuery is the filter as a query string (without the page cursor).
