@@ -39,7 +39,7 @@ type apiOpts struct {
 
 // apiEnv is a real server on a fresh store, reached over HTTP.
 type apiEnv struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	srv     *httptest.Server
 	server  *Server
@@ -49,7 +49,7 @@ type apiEnv struct {
 	metrics *Metrics
 }
 
-func newAPIEnv(t *testing.T, o apiOpts) *apiEnv {
+func newAPIEnv(t testing.TB, o apiOpts) *apiEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -91,13 +91,13 @@ type apiRes struct {
 }
 
 // json decodes the body into v.
-func (r apiRes) json(t *testing.T, v any) {
+func (r apiRes) json(t testing.TB, v any) {
 	t.Helper()
 	require.NoError(t, json.Unmarshal(r.body, v), "body: %s", r.body)
 }
 
 // errorMsg is the {"error": ...} of a refusal.
-func (r apiRes) errorMsg(t *testing.T) string {
+func (r apiRes) errorMsg(t testing.TB) string {
 	t.Helper()
 	var b api.ErrorBody
 	r.json(t, &b)
@@ -193,7 +193,7 @@ var discardLog = slog.New(slog.DiscardHandler)
 
 // runNode runs a real worker node on the store (tasks run on the database at
 // dsn) until the test ends. cfg's polls are made quick for tests.
-func runNode(t *testing.T, s queue.Store, dsn string, cfg workers.Config) *workers.Node {
+func runNode(t testing.TB, s queue.Store, dsn string, cfg workers.Config) *workers.Node {
 	t.Helper()
 	tgt, err := target.Open(context.Background(), dsn)
 	require.NoError(t, err)

@@ -103,3 +103,34 @@ func TestAPIRefusesWhatItCannotStoreAsSent(t *testing.T) {
 		})
 	}
 }
+
+// written is what a request could have written: the newest task, every
+// queue's settings and counts, every group. Equal before and after, nothing
+// was written.
+func (e *apiEnv) written(t testing.TB) string {
+	t.Helper()
+	newest, err := e.store.List(e.ctx, queue.ListParams{Limit: 1})
+	require.NoError(t, err)
+	qs, err := e.store.Queues(e.ctx)
+	require.NoError(t, err)
+	gs, err := e.store.Groups(e.ctx)
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, task := range newest {
+		fmt.Fprintf(&b, "newest task %d\n", task.ID)
+	}
+	for _, q := range qs {
+		fmt.Fprintf(&b, "queue %q %v %v %v %s %v\n", q.Name, ptr(q.Workers), ptr(q.MaxRunning), q.Paused, q.UpdatedAt, q.Counts)
+	}
+	for _, g := range gs {
+		fmt.Fprintf(&b, "group %q %d %s\n", g.Name, g.MaxRunning, g.UpdatedAt)
+	}
+	return b.String()
+}
+
+func ptr(p *int) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
+}
