@@ -24,7 +24,7 @@ func TestAPICancelRunningAndRetry(t *testing.T) {
 	alice := "alice:" + testOperatorToken
 
 	task := e.enqueue(alice, fmt.Sprintf(`{"body":%q,"max_attempts":1}`, webtest.SlowBody))
-	require.Equal(t, "operator:alice", task.CreatedBy)
+	require.Equal(t, "operator:alice", *task.CreatedBy)
 	e.waitState(task.ID, queue.StateRunning, 20*time.Second)
 
 	start := time.Now()
@@ -75,7 +75,7 @@ func TestAPIQueuesGroupsNodes(t *testing.T) {
 	require.Equal(t, 2, *q.Workers)
 	require.Equal(t, 3, *q.MaxRunning)
 	require.True(t, q.Paused)
-	require.Equal(t, "operator:bob", q.UpdatedBy)
+	require.Equal(t, "operator:bob", *q.UpdatedBy)
 
 	r = e.call("PATCH", "/api/queues/reports", op, `{"max_running":null,"paused":false}`)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)

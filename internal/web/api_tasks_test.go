@@ -25,7 +25,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 	require.Equal(t, "etl", created.Queue)
 	require.Equal(t, 5, created.Priority)
 	require.Equal(t, 2, created.MaxAttempts)
-	require.Equal(t, "operator", created.CreatedBy, "created_by is the authenticated principal")
+	require.Equal(t, "operator", *created.CreatedBy, "created_by is the authenticated principal")
 	require.NotNil(t, created.TimeoutSeconds)
 	require.InDelta(t, 30, *created.TimeoutSeconds, 0.001)
 	e.waitState(created.ID, queue.StateSucceeded, 20*time.Second)
@@ -45,7 +45,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 	require.Nil(t, d.Why)
 	require.Len(t, d.Log, 1)
 	require.Equal(t, "succeeded", d.Log[0].Outcome)
-	require.Equal(t, "api-test-node", d.Log[0].Node)
+	require.Equal(t, "api-test-node", *d.Log[0].Node)
 	for _, field := range []string{`"task_id"`, `"session_id"`, `"duration_ms"`, `"rows_affected"`, `"last_error"`, `"created_at"`} {
 		require.Contains(t, string(r.body), field)
 	}

@@ -87,7 +87,7 @@ func TestBrowserSessionAndCSRF(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	var created api.Task
 	r.json(t, &created)
-	require.Equal(t, "operator:carol", created.CreatedBy)
+	require.Equal(t, "operator:carol", *created.CreatedBy)
 
 	// Even with the token, a cross-site request is refused.
 	req = e.newRequest("POST", "/api/tasks", "", `{"body":"SELECT 1"}`)
@@ -162,7 +162,7 @@ func TestLocalMode(t *testing.T) {
 	t.Parallel()
 	e := newAPIEnv(t, apiOpts{})
 	created := e.enqueue("", `{"body":"SELECT 1"}`)
-	require.Equal(t, "local", created.CreatedBy)
+	require.Equal(t, "local", *created.CreatedBy)
 	require.Equal(t, http.StatusOK, e.call("GET", "/metrics", "", "").status)
 
 	// DNS rebinding: a foreign Host is refused, reads included.

@@ -14,11 +14,11 @@ import (
 
 // Group is a concurrency group as the API returns it.
 type Group struct {
-	Name       string    `json:"name"`
-	MaxRunning int       `json:"max_running"`
-	Running    int       `json:"running"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	UpdatedBy  string    `json:"updated_by"`
+	Name       string     `json:"name"`
+	MaxRunning int        `json:"max_running"`
+	Running    int        `json:"running"`
+	UpdatedAt  *time.Time `json:"updated_at"`
+	UpdatedBy  *string    `json:"updated_by"`
 }
 
 // listGroups is GET /api/groups.
@@ -61,5 +61,5 @@ func (h *Handler) setGroup(c echo.Context) error {
 }
 
 func toGroup(g queue.Group) Group {
-	return Group{Name: g.Name, MaxRunning: g.MaxRunning, Running: g.Running, UpdatedAt: g.UpdatedAt.UTC(), UpdatedBy: g.UpdatedBy}
+	return Group{Name: g.Name, MaxRunning: g.MaxRunning, Running: g.Running, UpdatedAt: optTime(g.UpdatedAt), UpdatedBy: optString(g.UpdatedBy)}
 }

@@ -13,9 +13,9 @@ import (
 // Node is a registered node as the API returns it.
 type Node struct {
 	ID          string          `json:"id"`
-	Hostname    string          `json:"hostname"`
-	PID         int             `json:"pid"`
-	Version     string          `json:"version"`
+	Hostname    *string         `json:"hostname"`
+	PID         *int            `json:"pid"`
+	Version     *string         `json:"version"`
 	StartedAt   time.Time       `json:"started_at"`
 	HeartbeatAt time.Time       `json:"heartbeat_at"`
 	StoppedAt   *time.Time      `json:"stopped_at"`
@@ -41,7 +41,7 @@ func (h *Handler) listNodes(c echo.Context) error {
 		if !json.Valid(info) {
 			info = json.RawMessage(`{}`)
 		}
-		out[i] = Node{ID: n.ID, Hostname: n.Hostname, PID: n.PID, Version: n.Version, StartedAt: n.StartedAt.UTC(),
+		out[i] = Node{ID: n.ID, Hostname: optString(n.Hostname), PID: optInt(n.PID), Version: optString(n.Version), StartedAt: n.StartedAt.UTC(),
 			HeartbeatAt: n.HeartbeatAt.UTC(), StoppedAt: optTime(n.StoppedAt), Gone: n.Gone, Self: n.ID == h.d.NodeID, Info: info}
 	}
 	return WriteJSON(c, http.StatusOK, map[string]any{"nodes": out})

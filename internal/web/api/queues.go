@@ -21,14 +21,14 @@ type Queue struct {
 	Workers    *int             `json:"workers"`     // per node; null: the node's default
 	MaxRunning *int             `json:"max_running"` // cluster-wide; null: no limit
 	Paused     bool             `json:"paused"`
-	UpdatedAt  time.Time        `json:"updated_at"`
-	UpdatedBy  string           `json:"updated_by"`
+	UpdatedAt  *time.Time       `json:"updated_at"` // null: never set
+	UpdatedBy  *string          `json:"updated_by"`
 	Counts     map[string]int64 `json:"counts"` // every state, zeros included
 }
 
 func toQueue(q queue.Queue) Queue {
 	o := Queue{Name: q.Name, Workers: q.Workers, MaxRunning: q.MaxRunning, Paused: q.Paused,
-		UpdatedAt: q.UpdatedAt.UTC(), UpdatedBy: q.UpdatedBy, Counts: map[string]int64{}}
+		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: optString(q.UpdatedBy), Counts: map[string]int64{}}
 	for _, st := range queue.States {
 		o.Counts[string(st)] = q.Counts[st]
 	}

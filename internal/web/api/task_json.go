@@ -105,7 +105,7 @@ type Task struct {
 	State             string     `json:"state"`
 	Attempts          int        `json:"attempts"`
 	CreatedAt         time.Time  `json:"created_at"`
-	CreatedBy         string     `json:"created_by"`
+	CreatedBy         *string    `json:"created_by"`
 	StartedAt         *time.Time `json:"started_at"`
 	FinishedAt        *time.Time `json:"finished_at"`
 	LastError         *string    `json:"last_error"`
@@ -127,7 +127,7 @@ func toTask(t *queue.Task) Task {
 	o := Task{ID: t.ID, Queue: t.Queue, Body: t.Body, Priority: t.Priority, AvailableAt: t.AvailableAt.UTC(),
 		Group: optString(t.Group), Chain: optString(t.Chain), Stage: t.Stage, MaxAttempts: t.MaxAttempts,
 		Transactional: t.Transactional, ContinueOnFailure: t.ContinueOnFailure, State: string(t.State),
-		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: t.CreatedBy, StartedAt: optTime(t.StartedAt),
+		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: optString(t.CreatedBy), StartedAt: optTime(t.StartedAt),
 		FinishedAt: optTime(t.FinishedAt), LastError: optString(t.LastError), CancelRequested: t.CancelRequested,
 		ChainWait: t.ChainWait}
 	if t.Timeout > 0 {
@@ -145,6 +145,13 @@ func optString(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+func optInt(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
 }
 
 func optTime(t time.Time) *time.Time {
