@@ -54,8 +54,17 @@ func (e *fuzzEnv) serve(method, target, contentType, body string) *httptest.Resp
 	return rec
 }
 
-// checkAnswer holds every answer to the contract: no 5xx; a 4xx says what is
-// wrong (in JSON for the API, on the page for a page); a 4xx wrote nothing.
+// try makes one request (serve) and holds its answer to the contract: no
+// 5xx; a 4xx says what is wrong (in JSON for the API, on the page for a
+// page) and wrote nothing.
+func (e *fuzzEnv) try(t *testing.T, method, target, contentType, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	before := e.written(t)
+	rec := e.serve(method, target, contentType, body)
+	e.checkAnswer(t, rec, before, target+" "+body)
+	return rec
+}
+
 func (e *fuzzEnv) checkAnswer(t *testing.T, rec *httptest.ResponseRecorder, before string, input any) {
 	t.Helper()
 	body := rec.Body.String()

@@ -61,5 +61,5 @@ func (h *Handler) setGroup(c echo.Context) error {
 }
 
 func toGroup(g queue.Group) Group {
-	return Group{Name: g.Name, MaxRunning: g.MaxRunning, Running: g.Running, UpdatedAt: optTime(g.UpdatedAt), UpdatedBy: optString(g.UpdatedBy)}
+	return Group{Name: g.Name, MaxRunning: g.MaxRunning, Running: g.Running, UpdatedAt: optTime(g.UpdatedAt), UpdatedBy: orNull(g.UpdatedBy)}
 }

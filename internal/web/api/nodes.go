@@ -41,7 +41,7 @@ func (h *Handler) listNodes(c echo.Context) error {
 		if !json.Valid(info) {
 			info = json.RawMessage(`{}`)
 		}
-		out[i] = Node{ID: n.ID, Hostname: optString(n.Hostname), PID: optInt(n.PID), Version: optString(n.Version), StartedAt: n.StartedAt.UTC(),
+		out[i] = Node{ID: n.ID, Hostname: orNull(n.Hostname), PID: orNull(n.PID), Version: orNull(n.Version), StartedAt: n.StartedAt.UTC(),
 			HeartbeatAt: n.HeartbeatAt.UTC(), StoppedAt: optTime(n.StoppedAt), Gone: n.Gone, Self: n.ID == h.d.NodeID, Info: info}
 	}
 	return WriteJSON(c, http.StatusOK, map[string]any{"nodes": out})

@@ -28,7 +28,7 @@ type Queue struct {
 
 func toQueue(q queue.Queue) Queue {
 	o := Queue{Name: q.Name, Workers: q.Workers, MaxRunning: q.MaxRunning, Paused: q.Paused,
-		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: optString(q.UpdatedBy), Counts: map[string]int64{}}
+		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}}
 	for _, st := range queue.States {
 		o.Counts[string(st)] = q.Counts[st]
 	}

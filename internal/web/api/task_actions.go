@@ -5,7 +5,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"readpast/internal/ops"
 	"readpast/internal/web/auth"
 	"readpast/internal/web/request"
 )
@@ -21,13 +20,7 @@ func (h *Handler) cancelTask(c echo.Context) error {
 	if _, err := h.d.Ops.Cancel(c.Request().Context(), auth.Actor(c), id); err != nil {
 		return err
 	}
-	ctx, cancel := ops.Bound(c.Request().Context())
-	defer cancel()
-	t, err := h.d.Store.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	return WriteJSON(c, http.StatusOK, toTask(t))
+	return h.answerTask(c, http.StatusOK, id)
 }
 
 // retryTask is POST /api/tasks/{id}/retry (ops.Retry): a failed or cancelled

@@ -125,33 +125,29 @@ type TaskDetail struct {
 
 func toTask(t *queue.Task) Task {
 	o := Task{ID: t.ID, Queue: t.Queue, Body: t.Body, Priority: t.Priority, AvailableAt: t.AvailableAt.UTC(),
-		Group: optString(t.Group), Chain: optString(t.Chain), Stage: t.Stage, MaxAttempts: t.MaxAttempts,
+		Group: orNull(t.Group), Chain: orNull(t.Chain), Stage: t.Stage, MaxAttempts: t.MaxAttempts,
 		Transactional: t.Transactional, ContinueOnFailure: t.ContinueOnFailure, State: string(t.State),
-		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: optString(t.CreatedBy), StartedAt: optTime(t.StartedAt),
-		FinishedAt: optTime(t.FinishedAt), LastError: optString(t.LastError), CancelRequested: t.CancelRequested,
+		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: orNull(t.CreatedBy), StartedAt: optTime(t.StartedAt),
+		FinishedAt: optTime(t.FinishedAt), LastError: orNull(t.LastError), CancelRequested: t.CancelRequested,
 		ChainWait: t.ChainWait}
 	if t.Timeout > 0 {
 		s := t.Timeout.Seconds()
 		o.TimeoutSeconds = &s
 	}
 	if t.State == queue.StateRunning {
-		o.LeaseOwner, o.LeaseExpiresAt, o.SessionID = optString(t.LeaseOwner), optTime(t.LeaseExpiresAt), optString(t.SessionID)
+		o.LeaseOwner, o.LeaseExpiresAt, o.SessionID = orNull(t.LeaseOwner), optTime(t.LeaseExpiresAt), orNull(t.SessionID)
 	}
 	return o
 }
 
-func optString(s string) *string {
-	if s == "" {
+// orNull is v, or nil (JSON null) when v is its type's zero value: absent
+// values are null, never "" or 0 (docs/API.md).
+func orNull[T comparable](v T) *T {
+	var zero T
+	if v == zero {
 		return nil
 	}
-	return &s
-}
-
-func optInt(n int) *int {
-	if n == 0 {
-		return nil
-	}
-	return &n
+	return &v
 }
 
 func optTime(t time.Time) *time.Time {
@@ -163,7 +159,7 @@ func optTime(t time.Time) *time.Time {
 }
 
 func toTaskDetail(t *queue.Task, recs []queue.AttemptRecord) TaskDetail {
-	d := TaskDetail{Task: toTask(t), Why: optString(t.Why), Log: make([]logs.Row, len(recs))}
+	d := TaskDetail{Task: toTask(t), Why: orNull(t.Why), Log: make([]logs.Row, len(recs))}
 	for i, r := range recs {
 		d.Log[i] = logs.FromRecord(r)
 	}

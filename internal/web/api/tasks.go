@@ -27,15 +27,19 @@ func (h *Handler) createTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ids := queue.IDs(res)
+	c.Response().Header().Set(echo.HeaderLocation, "/api/tasks/"+strconv.FormatInt(res[0].ID, 10))
+	return h.answerTask(c, http.StatusCreated, res[0].ID)
+}
+
+// answerTask answers with the task as the store has it now.
+func (h *Handler) answerTask(c echo.Context, status int, id int64) error {
 	ctx, cancel := ops.Bound(c.Request().Context())
 	defer cancel()
-	stored, err := h.d.Store.Get(ctx, ids[0])
+	t, err := h.d.Store.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(echo.HeaderLocation, "/api/tasks/"+strconv.FormatInt(ids[0], 10))
-	return WriteJSON(c, http.StatusCreated, toTask(stored))
+	return WriteJSON(c, status, toTask(t))
 }
 
 // batchIn is POST /api/tasks/batch. With chain set, the tasks form that chain;
