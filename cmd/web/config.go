@@ -30,11 +30,32 @@ type config struct {
 	LogLevel      string
 }
 
-// parseFlags reads args with defaults from getenv (asynqmon's testable pattern).
+// parseFlags reads args with defaults from getenv (asynqmon's testable
+// pattern). prog is the usage line's command, e.g. "readpast serve".
 func parseFlags(prog string, args []string, getenv func(string) string, errOut io.Writer) (config, error) {
-	var c config
+	fs, c, err := newFlagSet(prog, getenv, errOut)
+	if err != nil {
+		return *c, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return *c, err
+	}
+	if fs.NArg() > 0 {
+		return *c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return *c, c.validate()
+}
+
+// newFlagSet defines the flags, their defaults read from getenv; the error
+// names the environment variables that do not parse.
+func newFlagSet(prog string, getenv func(string) string, w io.Writer) (*flag.FlagSet, *config, error) {
+	c := &config{}
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nFlags, each with a READPAST_* environment default:\n\n", prog)
+		fs.PrintDefaults()
+	}
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
 			return v
@@ -70,16 +91,7 @@ func parseFlags(prog string, args []string, getenv func(string) string, errOut i
 	fs.StringVar(&c.OperatorToken, "operator-token", env("READPAST_OPERATOR_TOKEN", ""), "secret for the operator role (env READPAST_OPERATOR_TOKEN)")
 	fs.StringVar(&c.ViewerToken, "viewer-token", env("READPAST_VIEWER_TOKEN", ""), "secret for the read-only viewer role (env READPAST_VIEWER_TOKEN)")
 	fs.StringVar(&c.LogLevel, "log-level", env("READPAST_LOG_LEVEL", "info"), "debug, info, warn or error (env READPAST_LOG_LEVEL)")
-	if len(bad) > 0 {
-		return c, errors.Join(bad...)
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	return c, c.validate()
+	return fs, c, errors.Join(bad...)
 }
 
 // validate checks fields against each other; errors name the flag.

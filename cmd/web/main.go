@@ -1,5 +1,7 @@
 // Command web is ReadPast: the dashboard, the JSON API and this node's workers,
-// in one binary. Subcommands: serve (the default), migrate, version, bench.
+// in one binary. Build it with `go build -o readpast ./cmd/web` (the repository
+// has a web/ directory, so a plain `go build ./cmd/web` cannot write ./web).
+// Its subcommands are listed in commands; `readpast --help` prints them.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -24,27 +27,76 @@ func main() {
 	os.Exit(code)
 }
 
+// command is one subcommand: its name, the arguments it takes before its
+// flags, what it does, and how it runs (with its own args, env and outputs,
+// returning the exit code).
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) int
+}
+
+// commands are the subcommands in the order help lists them; the first runs
+// when none is named. Adding a subcommand is adding its line here.
+func commands() []command {
+	return []command{
+		{"serve", "", "run the dashboard, the JSON API and this node's workers (the default)", serveCmd},
+		{"migrate", "[up|status]", "apply the schema to the store (up, the default), or report its version (status)", migrateCmd},
+		{"bench", "", "measure this build on a scratch database (docs/BENCHMARKS.md)", benchCmd},
+		{"version", "", "print the version", versionCmd},
+	}
+}
+
 // run is main without the process: testable with its own args, env and outputs.
 func run(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) int {
-	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || args[0] == "version" || args[0] == "bench") {
-		cmd, args = args[0], args[1:]
+	cmds := commands()
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && isHelp(args[0]) {
+			usage(out, cmds)
+			return 0
+		}
+		return cmds[0].run(ctx, args, getenv, out, errOut)
 	}
-	if cmd == "bench" {
-		return benchCmd(ctx, args, getenv, out, errOut)
-	}
-	if cmd == "version" {
-		fmt.Fprintln(out, "readpast", version)
+	if args[0] == "help" {
+		usage(out, cmds)
 		return 0
 	}
-	var sub string
-	if cmd == "migrate" {
-		sub = "up"
-		if len(args) > 0 && (args[0] == "up" || args[0] == "status") {
-			sub, args = args[0], args[1:]
+	for _, c := range cmds {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], getenv, out, errOut)
 		}
 	}
-	cfg, err := parseFlags("readpast "+cmd, args, getenv, errOut)
+	fmt.Fprintf(errOut, "readpast: %q is not a command\n\n", args[0])
+	usage(errOut, cmds)
+	return 2
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// usage lists the subcommands, then the default one's flags.
+func usage(w io.Writer, cmds []command) {
+	fmt.Fprintln(w, "ReadPast: a durable SQL task queue, its workers and its dashboard, in one binary.")
+	fmt.Fprintln(w, "\nUsage: readpast [command] [flags]")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nFlags of %s, each with a READPAST_* environment default (`readpast <command> --help` gives another command's):\n\n", cmds[0].name)
+	fs, _, _ := newFlagSet("readpast "+cmds[0].name, func(string) string { return "" }, w)
+	fs.PrintDefaults()
+}
+
+// withConfig parses the flags of command name (whose usage line shows
+// argsUsage before them) and runs fn with the config and a logger: exit code
+// 2 for bad flags, 1 when fn fails, 0 for help.
+func withConfig(name, argsUsage string, args []string, getenv func(string) string, errOut io.Writer,
+	fn func(cfg config, log *slog.Logger) error) int {
+	cfg, err := parseFlags(strings.TrimSpace("readpast "+name+" "+argsUsage), args, getenv, errOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -53,16 +105,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, out, er
 		return 2
 	}
 	log := newLogger(errOut, cfg.LogLevel)
-	switch cmd {
-	case "migrate":
-		err = migrate(ctx, cfg, sub, out)
-	default:
-		err = serve(ctx, cfg, log)
-	}
-	if err != nil {
-		log.Error(cmd+" failed", "err", err)
+	if err := fn(cfg, log); err != nil {
+		log.Error(name+" failed", "err", err)
 		return 1
 	}
+	return 0
+}
+
+func versionCmd(_ context.Context, _ []string, _ func(string) string, out, _ io.Writer) int {
+	fmt.Fprintln(out, "readpast", version)
 	return 0
 }
 

@@ -4,10 +4,22 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 )
+
+// migrateCmd is `readpast migrate [up|status] [flags]`.
+func migrateCmd(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer) int {
+	sub := "up"
+	if len(args) > 0 && (args[0] == "up" || args[0] == "status") {
+		sub, args = args[0], args[1:]
+	}
+	return withConfig("migrate", "[up|status]", args, getenv, errOut, func(cfg config, _ *slog.Logger) error {
+		return migrate(ctx, cfg, sub, out)
+	})
+}
 
 // migrate applies the schema (up) or reports its version (status).
 func migrate(ctx context.Context, cfg config, sub string, out io.Writer) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +18,13 @@ import (
 	"readpast/internal/web"
 	"readpast/internal/workers"
 )
+
+// serveCmd is `readpast serve [flags]`, and `readpast [flags]`.
+func serveCmd(ctx context.Context, args []string, getenv func(string) string, _, errOut io.Writer) int {
+	return withConfig("serve", "", args, getenv, errOut, func(cfg config, log *slog.Logger) error {
+		return serve(ctx, cfg, log)
+	})
+}
 
 // serve runs the dashboard and this node's workers until ctx ends, then shuts
 // down in order: HTTP (so no new work arrives) → workers (drain within the

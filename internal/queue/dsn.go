@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultSQLiteFile is the embedded default store (SPEC §2).
@@ -11,7 +12,13 @@ const DefaultSQLiteFile = "readpast.db"
 // ParseDSN names the dialect a DSN selects: sqlserver://… is SQL Server,
 // postgres:// or postgresql:// is PostgreSQL, sqlite://path or a bare path is a
 // SQLite file (returned as sqlitePath), and "" is DefaultSQLiteFile.
+//
+// A DSN holding a control character (a NUL, a line break) or invalid UTF-8 is
+// refused: no driver takes one, and it would print as something else.
 func ParseDSN(dsn string) (dialect, sqlitePath string, err error) {
+	if i := strings.IndexFunc(dsn, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }); i >= 0 {
+		return "", "", fmt.Errorf("dsn holds a control character or invalid UTF-8 at byte %d: check how it was quoted", i)
+	}
 	lower := strings.ToLower(dsn)
 	switch {
 	case dsn == "":

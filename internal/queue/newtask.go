@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -78,6 +79,8 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 		return bad("body", "is %d bytes, over the limit of %d bytes", len(t.Body), maxBody)
 	case !utf8.ValidString(t.Body):
 		return bad("body", "is not valid UTF-8 text")
+	case strings.IndexByte(t.Body, 0) >= 0:
+		return bad("body", "holds a NUL byte (U+0000) at byte %d: no dialect stores one in text; remove it", strings.IndexByte(t.Body, 0))
 	}
 	if err := sqlscript.Check(t.Body); err != nil {
 		return bad("body", "has a GO line sqlcmd would refuse: %v", err)
@@ -94,10 +97,10 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	if t.Delay > 0 && !t.AvailableAt.IsZero() {
 		return bad("available_at", "and delay are both set: give one of them")
 	}
-	if err := checkName("group", t.Group); err != nil {
+	if err := CheckName("group", t.Group); err != nil {
 		return NewTask{}, err
 	}
-	if err := checkName("chain", t.Chain); err != nil {
+	if err := CheckName("chain", t.Chain); err != nil {
 		return NewTask{}, err
 	}
 	if t.Stage < 0 || t.Stage > MaxStage {
@@ -111,22 +114,36 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	}
 	if t.MaxAttempts == 0 {
 		t.MaxAttempts = DefaultMaxAttempts
-	} else if t.MaxAttempts < 1 || t.MaxAttempts > MaxAttemptsLimit {
-		return bad("max_attempts", "is %d: use 1 to %d", t.MaxAttempts, MaxAttemptsLimit)
+	} else if err := CheckMaxAttempts(t.MaxAttempts); err != nil {
+		return NewTask{}, err
 	}
 	if t.Timeout < 0 {
 		return bad("timeout", "is negative (%s)", t.Timeout)
 	}
+	if t.Timeout > 0 && t.Timeout < time.Millisecond {
+		return bad("timeout", "is %s: give at least 1ms, or none for no limit", t.Timeout)
+	}
 	if t.Timeout%time.Millisecond != 0 {
 		t.Timeout = t.Timeout.Round(time.Millisecond)
 	}
-	if len(t.CreatedBy) > MaxNameLength {
-		return bad("created_by", "is longer than %d bytes", MaxNameLength)
+	if err := CheckName("created_by", t.CreatedBy); err != nil {
+		return NewTask{}, err
 	}
-	if err := checkName("unique_key", t.UniqueKey); err != nil {
+	if err := CheckName("unique_key", t.UniqueKey); err != nil {
 		return NewTask{}, err
 	}
 	return t, nil
+}
+
+// CheckMaxAttempts returns a *ValidationError when n is not an attempt budget
+// (1 to MaxAttemptsLimit). NewTask's zero value means DefaultMaxAttempts, so a
+// caller that can tell a field left out from one given as 0 (the API, the
+// form) checks a given value here: 0 is refused, as the docs say.
+func CheckMaxAttempts(n int) error {
+	if n < 1 || n > MaxAttemptsLimit {
+		return &ValidationError{Field: "max_attempts", Reason: fmt.Sprintf("is %d: use 1 to %d, or leave it out for %d", n, MaxAttemptsLimit, DefaultMaxAttempts)}
+	}
+	return nil
 }
 
 // NormalizeAll checks every task; the error names the task's position when more
@@ -149,12 +166,30 @@ func NormalizeAll(tasks []NewTask, maxBody int) ([]NewTask, error) {
 	return out, nil
 }
 
-func checkName(field, v string) error {
-	if len(v) > MaxNameLength {
-		return &ValidationError{Field: field, Reason: fmt.Sprintf("is longer than %d bytes", MaxNameLength)}
+// CheckName returns a *ValidationError when v cannot be stored as sent as a
+// name (group, chain, unique key, actor; "" is no name): longer than
+// MaxNameLength bytes, only white space, not UTF-8, or holding a control
+// character other than tab (a NUL cannot be stored in text on PostgreSQL; a
+// line break would forge lines where names are printed).
+func CheckName(field, v string) error {
+	bad := func(format string, args ...any) error {
+		return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
-	if v != "" && isBlank(v) {
-		return &ValidationError{Field: field, Reason: "is only white space"}
+	switch {
+	case len(v) > MaxNameLength:
+		return bad("is longer than %d bytes", MaxNameLength)
+	case !utf8.ValidString(v):
+		return bad("is not valid UTF-8 text")
+	case v != "" && isBlank(v):
+		return bad("is only white space")
+	}
+	for i, r := range v {
+		switch {
+		case r == 0:
+			return bad("holds a NUL byte (U+0000) at byte %d: names are text without control characters", i)
+		case r != '\t' && (r < 0x20 || r == 0x7f):
+			return bad("holds the control character U+%04X at byte %d: names are text without control characters", r, i)
+		}
 	}
 	return nil
 }

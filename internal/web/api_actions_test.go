@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/web/api"
+	"readpast/internal/web/webtest"
 )
 
 // Cancelling a running task stops its statement at once on this node, and the
@@ -21,8 +23,8 @@ func TestAPICancelRunningAndRetry(t *testing.T) {
 	e := newAPIEnv(t, apiOpts{tokens: true, node: true, lease: time.Minute})
 	alice := "alice:" + testOperatorToken
 
-	task := e.enqueue(alice, fmt.Sprintf(`{"body":%q,"max_attempts":1}`, longBody))
-	require.Equal(t, "operator:alice", task.CreatedBy)
+	task := e.enqueue(alice, fmt.Sprintf(`{"body":%q,"max_attempts":1}`, webtest.SlowBody))
+	require.Equal(t, "operator:alice", *task.CreatedBy)
 	e.waitState(task.ID, queue.StateRunning, 20*time.Second)
 
 	start := time.Now()
@@ -53,7 +55,7 @@ func TestAPICancelRunningAndRetry(t *testing.T) {
 	pending := e.enqueue(testOperatorToken, `{"body":"SELECT 1","delay_seconds":600}`)
 	r = e.call("POST", fmt.Sprintf("/api/tasks/%d/cancel", pending.ID), testOperatorToken, "")
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	var after taskOut
+	var after api.Task
 	r.json(t, &after)
 	require.Equal(t, "cancelled", after.State)
 	require.NotNil(t, after.LastError)
@@ -68,12 +70,12 @@ func TestAPIQueuesGroupsNodes(t *testing.T) {
 
 	r := e.call("PATCH", "/api/queues/reports", op, `{"workers":2,"max_running":3,"paused":true}`)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	var q queueOut
+	var q api.Queue
 	r.json(t, &q)
 	require.Equal(t, 2, *q.Workers)
 	require.Equal(t, 3, *q.MaxRunning)
 	require.True(t, q.Paused)
-	require.Equal(t, "operator:bob", q.UpdatedBy)
+	require.Equal(t, "operator:bob", *q.UpdatedBy)
 
 	r = e.call("PATCH", "/api/queues/reports", op, `{"max_running":null,"paused":false}`)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
@@ -84,7 +86,7 @@ func TestAPIQueuesGroupsNodes(t *testing.T) {
 
 	r = e.call("GET", "/api/queues", testViewerToken, "")
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	var qs struct{ Queues []queueOut }
+	var qs struct{ Queues []api.Queue }
 	r.json(t, &qs)
 	require.NotEmpty(t, qs.Queues)
 	found := false
@@ -99,7 +101,7 @@ func TestAPIQueuesGroupsNodes(t *testing.T) {
 
 	r = e.call("PUT", "/api/groups/gl", op, `{"max_running":4}`)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	var g groupOut
+	var g api.Group
 	r.json(t, &g)
 	require.Equal(t, 4, g.MaxRunning)
 	r = e.call("GET", "/api/groups", testViewerToken, "")

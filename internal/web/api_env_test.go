@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
-	"readpast/internal/queue/open"
 	"readpast/internal/target"
+	"readpast/internal/testenv"
+	"readpast/internal/web/api"
 	"readpast/internal/workers"
 )
 
@@ -30,36 +30,40 @@ const (
 
 // apiOpts shapes one API test server.
 type apiOpts struct {
-	tokens     bool          // operator and viewer tokens; false: local mode
-	node       bool          // run a real worker node on the store
-	maxRequest int64         // Deps.MaxRequestBytes
-	lease      time.Duration // the node's lease; default 2s
+	tokens     bool            // operator and viewer tokens; false: local mode
+	node       bool            // run a real worker node on the store
+	maxRequest int64           // Deps.MaxRequestBytes
+	lease      time.Duration   // the node's lease; default 2s
+	dialect    testenv.Dialect // the store's; "" is SQLite
 }
 
-// apiEnv is a real server on a fresh SQLite store, reached over HTTP.
+// apiEnv is a real server on a fresh store, reached over HTTP.
 type apiEnv struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	srv     *httptest.Server
 	server  *Server
-	store   Store
-	dbPath  string
+	store   queue.Store
+	dbPath  string // the SQLite file; "" on other dialects
 	node    *workers.Node
 	metrics *Metrics
 }
 
-func newAPIEnv(t *testing.T, o apiOpts) *apiEnv {
+func newAPIEnv(t testing.TB, o apiOpts) *apiEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	path := filepath.Join(t.TempDir(), "api.db")
-	s, err := open.Store(ctx, "sqlite://"+path, queue.Options{MaxBodyBytes: 4096})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	if o.dialect == "" {
+		o.dialect = testenv.SQLite
+	}
+	dsn := testenv.NewDSN(t, o.dialect)
+	s := testenv.OpenStore(t, dsn, queue.Options{MaxBodyBytes: 4096})
 	require.NoError(t, s.Migrate(ctx))
-	e := &apiEnv{t: t, ctx: ctx, store: s, dbPath: path, metrics: NewMetrics()}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := Deps{Store: e.store, Logger: log, Version: "test", Lease: 2 * time.Second, Metrics: e.metrics,
+	e := &apiEnv{t: t, ctx: ctx, store: s, metrics: NewMetrics()}
+	if o.dialect == testenv.SQLite {
+		_, e.dbPath, _ = queue.ParseDSN(dsn)
+	}
+	d := Deps{Store: e.store, Logger: discardLog, Version: "test", Lease: 2 * time.Second, Metrics: e.metrics,
 		MaxBodyBytes: 4096, MaxRequestBytes: o.maxRequest}
 	if o.tokens {
 		d.OperatorToken, d.ViewerToken = testOperatorToken, testViewerToken
@@ -68,23 +72,10 @@ func newAPIEnv(t *testing.T, o apiOpts) *apiEnv {
 		o.lease = 2 * time.Second
 	}
 	if o.node {
-		tgt, err := target.Open(ctx, "sqlite://"+path)
-		require.NoError(t, err)
-		t.Cleanup(func() { tgt.Close() })
-		n, err := workers.New(s, tgt, workers.Config{NodeID: "api-test-node", Poll: 50 * time.Millisecond,
-			Lease: o.lease, Grace: time.Second, SettingsEvery: 50 * time.Millisecond, Observer: e.metrics, Logger: log})
-		require.NoError(t, err)
-		nctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = n.Run(nctx) }()
-		t.Cleanup(func() { stop(); <-done })
-		select {
-		case <-n.Ready():
-		case <-time.After(20 * time.Second):
-			t.Fatal("the worker node did not start")
-		}
-		e.node, d.Node = n, n
+		e.node = runNode(t, s, dsn, workers.Config{NodeID: "api-test-node", Lease: o.lease, Observer: e.metrics})
+		d.Node = e.node
 	}
+	var err error
 	e.server, err = New(d)
 	require.NoError(t, err)
 	e.srv = httptest.NewServer(e.server)
@@ -100,15 +91,15 @@ type apiRes struct {
 }
 
 // json decodes the body into v.
-func (r apiRes) json(t *testing.T, v any) {
+func (r apiRes) json(t testing.TB, v any) {
 	t.Helper()
 	require.NoError(t, json.Unmarshal(r.body, v), "body: %s", r.body)
 }
 
 // errorMsg is the {"error": ...} of a refusal.
-func (r apiRes) errorMsg(t *testing.T) string {
+func (r apiRes) errorMsg(t testing.TB) string {
 	t.Helper()
-	var b errorBody
+	var b api.ErrorBody
 	r.json(t, &b)
 	require.NotEmpty(t, b.Error, "a refusal must say why: %s", r.body)
 	return b.Error
@@ -151,11 +142,11 @@ func (e *apiEnv) call(method, path, token, body string) apiRes {
 }
 
 // enqueue posts one task and returns it.
-func (e *apiEnv) enqueue(token, body string) taskOut {
+func (e *apiEnv) enqueue(token, body string) api.Task {
 	e.t.Helper()
 	r := e.call("POST", "/api/tasks", token, body)
 	require.Equal(e.t, http.StatusCreated, r.status, "enqueue: %s", r.body)
-	var t taskOut
+	var t api.Task
 	r.json(e.t, &t)
 	return t
 }
@@ -195,8 +186,29 @@ func newJar(t *testing.T) http.CookieJar {
 	return jar
 }
 
-// longBody runs on SQLite until it is interrupted.
-const longBody = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) SELECT count(*) FROM c"
-
 // nopBody is a request body of s.
 func nopBody(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
+
+var discardLog = slog.New(slog.DiscardHandler)
+
+// runNode runs a real worker node on the store (tasks run on the database at
+// dsn) until the test ends. cfg's polls are made quick for tests.
+func runNode(t testing.TB, s queue.Store, dsn string, cfg workers.Config) *workers.Node {
+	t.Helper()
+	tgt, err := target.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { tgt.Close() })
+	cfg.Poll, cfg.Grace, cfg.SettingsEvery, cfg.Logger = 50*time.Millisecond, time.Second, 50*time.Millisecond, discardLog
+	n, err := workers.New(s, tgt, cfg)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	select {
+	case <-n.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker node did not start")
+	}
+	return n
+}

@@ -6,15 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"readpast/internal/web/api"
+
 	"github.com/stretchr/testify/require"
 )
 
-// Every refusal of the API: the status and an {"error"} that says what is wrong.
+// Every refusal of the API: the status, an {"error"} that says what is wrong,
+// and nothing written.
 func TestAPIRefusals(t *testing.T) {
 	t.Parallel()
 	e := newAPIEnv(t, apiOpts{tokens: true, maxRequest: 2048})
 	op, viewer := testOperatorToken, testViewerToken
 	pending := e.enqueue(op, `{"body":"SELECT 1","delay_seconds":600}`)
+	before := e.written(t)
 
 	cases := []struct {
 		name          string
@@ -67,6 +71,21 @@ func TestAPIRefusals(t *testing.T) {
 		{"bad queue name in path", "PATCH", "/api/queues/bad%20name", op, `{"paused":true}`, "", 400, "name"},
 		{"zero group limit", "PUT", "/api/groups/g", op, `{"max_running":0}`, "", 400, "max_running"},
 		{"missing group limit", "PUT", "/api/groups/g", op, `{}`, "", 400, "max_running"},
+		{"group limit as a string", "PUT", "/api/groups/g", op, `{"max_running":"2"}`, "", 400, "max_running"},
+		{"zero max running", "PATCH", "/api/queues/default", op, `{"max_running":0}`, "", 400, "max_running"},
+		{"paused as a string", "PATCH", "/api/queues/default", op, `{"paused":"yes"}`, "", 400, "paused"},
+		{"null paused", "PATCH", "/api/queues/default", op, `{"paused":null}`, "", 400, "paused"},
+		{"duplicate queue setting", "PATCH", "/api/queues/default", op, `{"paused":true,"paused":false}`, "", 400, "more than once"},
+		{"empty batch", "POST", "/api/tasks/batch", op, `{"tasks":[]}`, "", 400, "tasks"},
+		{"batch task in another chain", "POST", "/api/tasks/batch", op, `{"chain":"c","tasks":[{"body":"SELECT 1","chain":"d"}]}`, "", 400, "tasks[0].chain"},
+		{"a batch's later task refused", "POST", "/api/tasks/batch", op, `{"tasks":[{"body":"SELECT 1"},{"body":"SELECT 1","priority":-1}]}`, "", 400, "tasks[1].priority"},
+		{"number too large", "POST", "/api/tasks", op, `{"body":"SELECT 1","priority":99999999999999999999}`, "", 400, "priority"},
+		{"fractional stage", "POST", "/api/tasks", op, `{"body":"SELECT 1","chain":"c","stage":1.5}`, "", 400, "stage"},
+		{"null body", "POST", "/api/tasks", op, `{"body":null}`, "", 400, "body"},
+		{"a string for an object", "POST", "/api/tasks", op, `"SELECT 1"`, "", 400, "JSON object"},
+		{"bad log time", "GET", "/api/logs?until=tomorrow", op, "", "", 400, "until"},
+		{"bad log cursor", "GET", "/api/logs?cursor=0", op, "", "", 400, "cursor"},
+		{"retry a missing task", "POST", "/api/tasks/999999/retry", op, "", "", 404, "not found"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,6 +108,7 @@ func TestAPIRefusals(t *testing.T) {
 			}
 		})
 	}
+	require.Equal(t, before, e.written(t), "refused requests wrote nothing")
 }
 
 // Validation errors carry the field apart from the message too.
@@ -96,7 +116,7 @@ func TestAPIErrorNamesField(t *testing.T) {
 	t.Parallel()
 	e := newAPIEnv(t, apiOpts{})
 	r := e.call("POST", "/api/tasks", "", `{"body":"SELECT 1","prio":3}`)
-	var b errorBody
+	var b api.ErrorBody
 	r.json(t, &b)
 	require.Equal(t, "prio", b.Field)
 	require.Equal(t, `invalid prio: is not a known field (see docs/API.md)`, b.Error)

@@ -11,6 +11,7 @@ import (
 
 	"readpast/internal/logs"
 	"readpast/internal/queue"
+	"readpast/internal/web/api"
 )
 
 // A task enqueued through the API runs on the node at once and reads back with
@@ -24,7 +25,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 	require.Equal(t, "etl", created.Queue)
 	require.Equal(t, 5, created.Priority)
 	require.Equal(t, 2, created.MaxAttempts)
-	require.Equal(t, "operator", created.CreatedBy, "created_by is the authenticated principal")
+	require.Equal(t, "operator", *created.CreatedBy, "created_by is the authenticated principal")
 	require.NotNil(t, created.TimeoutSeconds)
 	require.InDelta(t, 30, *created.TimeoutSeconds, 0.001)
 	e.waitState(created.ID, queue.StateSucceeded, 20*time.Second)
@@ -32,7 +33,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 	r := e.call("GET", fmt.Sprintf("/api/tasks/%d", created.ID), testViewerToken, "")
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	var d struct {
-		taskOut
+		api.Task
 		Why *string    `json:"why"`
 		Log []logs.Row `json:"log"`
 	}
@@ -44,7 +45,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 	require.Nil(t, d.Why)
 	require.Len(t, d.Log, 1)
 	require.Equal(t, "succeeded", d.Log[0].Outcome)
-	require.Equal(t, "api-test-node", d.Log[0].Node)
+	require.Equal(t, "api-test-node", *d.Log[0].Node)
 	for _, field := range []string{`"task_id"`, `"session_id"`, `"duration_ms"`, `"rows_affected"`, `"last_error"`, `"created_at"`} {
 		require.Contains(t, string(r.body), field)
 	}
@@ -71,7 +72,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 		require.Less(t, pages, 5, "paging must end")
 		r = e.call("GET", "/api/tasks?queue=paged&limit=2"+cursor, testViewerToken, "")
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-		var p taskPage
+		var p api.TaskPage
 		r.json(t, &p)
 		for _, task := range p.Tasks {
 			require.Equal(t, "paged", task.Queue)
@@ -87,12 +88,12 @@ func TestAPITaskLifecycle(t *testing.T) {
 		require.Less(t, seen[i], seen[i-1], "newest first")
 	}
 	r = e.call("GET", "/api/tasks?queue=paged&limit=5", op, "")
-	var exact taskPage
+	var exact api.TaskPage
 	r.json(t, &exact)
 	require.Len(t, exact.Tasks, 5)
 	require.Nil(t, exact.NextCursor, "a page that ends the list says so")
 	r = e.call("GET", "/api/tasks?state=succeeded&queue=etl", op, "")
-	var p taskPage
+	var p api.TaskPage
 	r.json(t, &p)
 	require.Len(t, p.Tasks, 1)
 	require.Equal(t, created.ID, p.Tasks[0].ID)
@@ -167,7 +168,7 @@ func TestAPIEscapesScriptBody(t *testing.T) {
 		require.Equal(t, "application/json", r.header.Get("Content-Type"))
 		require.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"))
 	}
-	var back taskOut
+	var back api.Task
 	e.call("GET", fmt.Sprintf("/api/tasks/%d", created.ID), "", "").json(t, &back)
 	require.Equal(t, "SELECT '"+evil+"'", back.Body, "escaping is only the JSON encoding")
 	require.True(t, strings.HasPrefix(back.Body, "SELECT"))

@@ -9,16 +9,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"readpast/internal/queue"
+	"readpast/internal/web/api"
+	"readpast/internal/web/request"
 )
 
-// errorBody is every error answer of the API: {"error": "...", "field": "..."}.
-type errorBody struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"` // the input field at fault, when one is
-}
-
 // classify maps an error to its HTTP status and message (docs/API.md, errors).
-func classify(err error) (status int, body errorBody) {
+func classify(err error) (status int, body api.ErrorBody) {
 	var (
 		he  *echo.HTTPError
 		ve  *queue.ValidationError
@@ -26,15 +22,15 @@ func classify(err error) (status int, body errorBody) {
 	)
 	switch {
 	case errors.As(err, &ve):
-		return http.StatusBadRequest, errorBody{Error: ve.Error(), Field: ve.Field}
+		return http.StatusBadRequest, api.ErrorBody{Error: ve.Error(), Field: ve.Field}
 	case errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
+		return http.StatusRequestEntityTooLarge, api.ErrorBody{Error: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
 	case errors.Is(err, queue.ErrNotFound):
-		return http.StatusNotFound, errorBody{Error: err.Error()}
+		return http.StatusNotFound, api.ErrorBody{Error: err.Error()}
 	case errors.Is(err, queue.ErrInvalidState), errors.Is(err, queue.ErrLeaseLost):
-		return http.StatusConflict, errorBody{Error: err.Error()}
+		return http.StatusConflict, api.ErrorBody{Error: err.Error()}
 	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, errorBody{Error: "the store did not answer in time: " + err.Error()}
+		return http.StatusServiceUnavailable, api.ErrorBody{Error: "the store did not answer in time: " + err.Error()}
 	case errors.As(err, &he):
 		msg := fmt.Sprint(he.Message)
 		switch he.Code {
@@ -45,14 +41,15 @@ func classify(err error) (status int, body errorBody) {
 		case http.StatusMethodNotAllowed:
 			msg = "method not allowed here"
 		}
-		return he.Code, errorBody{Error: msg}
+		return he.Code, api.ErrorBody{Error: msg}
 	}
-	return http.StatusInternalServerError, errorBody{Error: "internal error: " + err.Error()}
+	return http.StatusInternalServerError, api.ErrorBody{Error: "internal error: " + err.Error()}
 }
 
-// handleError is echo's HTTPErrorHandler: JSON {"error": ...} for the API and
-// every non-page request; for a browser page, pageError renders it when set
-// (the dashboard's HTML error page), else plain text.
+// handleError is echo's HTTPErrorHandler. A page request gets the dashboard's
+// HTML error page, whatever it accepts, as the page itself would have been
+// HTML (a database outage must not turn a page into raw JSON); the API,
+// /metrics and the probes get JSON {"error": ...} (api.ErrorBody).
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		s.log.Warn("error after the response started", "path", c.Request().URL.Path, "err", err)
@@ -64,12 +61,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if c.Request().Method == http.MethodHead {
 		err = c.NoContent(status)
-	} else if s.pageError != nil && wantsHTML(c) {
-		err = s.pageError(c, status, body.Error)
-	} else if wantsHTML(c) {
-		err = c.String(status, body.Error)
+	} else if request.IsPage(c.Request()) {
+		err = s.pages.ErrorPage(c, status, body.Error)
 	} else {
-		err = writeJSON(c, status, body)
+		err = api.WriteJSON(c, status, body)
 	}
 	if err != nil {
 		s.log.Warn("writing an error response", "err", err)

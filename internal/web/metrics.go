@@ -71,10 +71,14 @@ func (m *Metrics) Finished(q string, o queue.Outcome, d time.Duration) {
 	m.attemptDuration.WithLabelValues(q).Observe(d.Seconds())
 }
 
-// registerMetrics adds the scrape-time gauges and returns the /metrics handler.
-func (s *Server) registerMetrics() (echo.HandlerFunc, error) {
-	m := s.metrics
-	if err := m.reg.Register(&stateCollector{s: s}); err != nil {
+// newMetricsHandler adds the scrape-time gauges to d.Metrics (a new Metrics
+// when nil) and returns the /metrics handler.
+func newMetricsHandler(d Deps) (echo.HandlerFunc, error) {
+	m := d.Metrics
+	if m == nil {
+		m = NewMetrics()
+	}
+	if err := m.reg.Register(&stateCollector{d: d}); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
 			return nil, errors.New("web: these Metrics already serve another Server: make one per server")
@@ -87,7 +91,7 @@ func (s *Server) registerMetrics() (echo.HandlerFunc, error) {
 
 // stateCollector reads the queue counts from the store and the pools from this
 // node when Prometheus scrapes.
-type stateCollector struct{ s *Server }
+type stateCollector struct{ d Deps }
 
 var (
 	descTasks = prometheus.NewDesc("readpast_tasks", "Tasks per queue and state (cluster-wide, from the store).",
@@ -108,15 +112,15 @@ func (sc *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (sc *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	s := sc.s
-	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, s.d.Version)
+	d := sc.d
+	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, d.Version)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	qs, err := s.d.Store.Queues(ctx)
+	qs, err := d.Store.Queues(ctx)
 	up := 1.0
 	if err != nil {
 		up = 0
-		s.log.Warn("metrics: reading queue counts", "err", err)
+		d.Logger.Warn("metrics: reading queue counts", "err", err)
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
 	for _, q := range qs {
@@ -129,10 +133,10 @@ func (sc *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, paused, q.Name)
 	}
-	if s.d.Node == nil {
+	if d.Node == nil {
 		return
 	}
-	for _, p := range s.d.Node.Snapshot().Pools {
+	for _, p := range d.Node.Snapshot().Pools {
 		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.GaugeValue, float64(p.Running), p.Queue)
 		ch <- prometheus.MustNewConstMetric(descSize, prometheus.GaugeValue, float64(p.Size), p.Queue)
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"readpast/internal/web/api"
+	"readpast/internal/web/auth"
+
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +26,7 @@ func (e *apiEnv) csrfFor(cookies []*http.Cookie) string {
 	}
 	c := e.server.echo.NewContext(req, httptest.NewRecorder())
 	var tok string
-	require.NoError(e.t, e.server.authenticate(func(c echo.Context) error { tok = e.server.csrfToken(c); return nil })(c))
+	require.NoError(e.t, e.server.guard.Authenticate(func(c echo.Context) error { tok = e.server.guard.CSRFToken(c); return nil })(c))
 	return tok
 }
 
@@ -57,7 +60,7 @@ func TestBrowserSessionAndCSRF(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	r := e.send(req, jar)
 	require.Equal(t, http.StatusForbidden, r.status, "%s", r.body)
-	require.Contains(t, r.errorMsg(t), "CSRF")
+	require.Contains(t, string(r.body), "missing or invalid CSRF token", "a page's refusal is the HTML error page")
 	r = e.signIn(jar, "wrong-token-wrong-token", "", "/")
 	require.Equal(t, http.StatusUnauthorized, r.status)
 	require.Contains(t, string(r.body), "matches no role")
@@ -67,7 +70,7 @@ func TestBrowserSessionAndCSRF(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, r.status, "%s", r.body)
 	require.Equal(t, "/tasks?state=failed", r.header.Get("Location"))
 	setCookie := strings.Join(r.header.Values("Set-Cookie"), "\n")
-	require.Contains(t, setCookie, sessionCookie+"=")
+	require.Contains(t, setCookie, auth.SessionCookie+"=")
 	require.Contains(t, setCookie, "HttpOnly")
 	require.Contains(t, setCookie, "SameSite=Strict")
 
@@ -79,16 +82,16 @@ func TestBrowserSessionAndCSRF(t *testing.T) {
 	require.Contains(t, r.errorMsg(t), "CSRF")
 	tok := e.csrfFor(jar.Cookies(base))
 	req = e.newRequest("POST", "/api/tasks", "", `{"body":"SELECT 1"}`)
-	req.Header.Set(csrfHeader, tok)
+	req.Header.Set(auth.CSRFHeader, tok)
 	r = e.send(req, jar)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-	var created taskOut
+	var created api.Task
 	r.json(t, &created)
-	require.Equal(t, "operator:carol", created.CreatedBy)
+	require.Equal(t, "operator:carol", *created.CreatedBy)
 
 	// Even with the token, a cross-site request is refused.
 	req = e.newRequest("POST", "/api/tasks", "", `{"body":"SELECT 1"}`)
-	req.Header.Set(csrfHeader, tok)
+	req.Header.Set(auth.CSRFHeader, tok)
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	r = e.send(req, jar)
 	require.Equal(t, http.StatusForbidden, r.status, "%s", r.body)
@@ -97,7 +100,7 @@ func TestBrowserSessionAndCSRF(t *testing.T) {
 	// A tampered cookie is nobody.
 	var session *http.Cookie
 	for _, ck := range jar.Cookies(base) {
-		if ck.Name == sessionCookie {
+		if ck.Name == auth.SessionCookie {
 			session = ck
 		}
 	}
@@ -109,7 +112,7 @@ func TestBrowserSessionAndCSRF(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, e.send(req, nil).status)
 
 	// Sign out: a form post with the token; the old cookie no longer works.
-	form := url.Values{csrfField: {tok}}.Encode()
+	form := url.Values{auth.CSRFField: {tok}}.Encode()
 	req = e.newRequest("POST", "/logout", "", "")
 	req.Body = nopBody(form)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -123,7 +126,7 @@ func TestBrowserSessionAndCSRF(t *testing.T) {
 	vjar := newJar(t)
 	require.Equal(t, http.StatusSeeOther, e.signIn(vjar, testViewerToken, "", "/").status)
 	req = e.newRequest("POST", "/api/tasks", "", `{"body":"SELECT 1"}`)
-	req.Header.Set(csrfHeader, e.csrfFor(vjar.Cookies(base)))
+	req.Header.Set(auth.CSRFHeader, e.csrfFor(vjar.Cookies(base)))
 	r = e.send(req, vjar)
 	require.Equal(t, http.StatusForbidden, r.status, "%s", r.body)
 	require.Contains(t, r.errorMsg(t), "viewer role")
@@ -134,7 +137,7 @@ func TestBrowserSessionAndCSRF(t *testing.T) {
 func TestLoginRedirectsAndEscapes(t *testing.T) {
 	t.Parallel()
 	e := newAPIEnv(t, apiOpts{tokens: true})
-	e.server.echo.GET("/sec-test-page", func(c echo.Context) error { return c.String(200, "page") }, e.server.requireRole(roleViewer))
+	e.server.echo.GET("/sec-test-page", func(c echo.Context) error { return c.String(200, "page") }, e.server.guard.RequireRole(auth.Viewer))
 	req := e.newRequest("GET", "/sec-test-page?x=1", "", "")
 	req.Header.Set("Accept", "text/html")
 	r := e.send(req, nil)
@@ -159,7 +162,7 @@ func TestLocalMode(t *testing.T) {
 	t.Parallel()
 	e := newAPIEnv(t, apiOpts{})
 	created := e.enqueue("", `{"body":"SELECT 1"}`)
-	require.Equal(t, "local", created.CreatedBy)
+	require.Equal(t, "local", *created.CreatedBy)
 	require.Equal(t, http.StatusOK, e.call("GET", "/metrics", "", "").status)
 
 	// DNS rebinding: a foreign Host is refused, reads included.
@@ -188,17 +191,17 @@ func TestLocalMode(t *testing.T) {
 	// Forms need the double-submit CSRF token even in local mode.
 	form := func(token string, cookie *http.Cookie) int {
 		req := e.newRequest("POST", "/logout", "", "")
-		req.Body = nopBody(url.Values{csrfField: {token}}.Encode())
+		req.Body = nopBody(url.Values{auth.CSRFField: {token}}.Encode())
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if cookie != nil {
 			req.AddCookie(cookie)
 		}
 		return e.send(req, nil).status
 	}
-	ck := &http.Cookie{Name: csrfCookie, Value: "a-browser-cookie-value-123"}
+	ck := &http.Cookie{Name: auth.CSRFCookie, Value: "a-browser-cookie-value-123"}
 	require.Equal(t, http.StatusForbidden, form("", ck))
 	require.Equal(t, http.StatusForbidden, form("forged", ck))
-	other := &http.Cookie{Name: csrfCookie, Value: "an-attacker-planted-value-456"}
+	other := &http.Cookie{Name: auth.CSRFCookie, Value: "an-attacker-planted-value-456"}
 	require.Equal(t, http.StatusForbidden, form(e.csrfFor([]*http.Cookie{ck}), other), "a token is bound to its cookie")
 	require.Equal(t, http.StatusSeeOther, form(e.csrfFor([]*http.Cookie{ck}), ck))
 }
@@ -210,7 +213,7 @@ func TestSecurityHeaders(t *testing.T) {
 	for _, path := range []string{"/healthz", "/login", "/api/tasks", "/no-such-page", "/metrics"} {
 		r := e.call("GET", path, "", "")
 		h := r.header
-		require.Equal(t, contentSecurityPolicy, h.Get("Content-Security-Policy"), path)
+		require.Equal(t, auth.ContentSecurityPolicy, h.Get("Content-Security-Policy"), path)
 		require.Contains(t, h.Get("Content-Security-Policy"), "frame-ancestors 'none'")
 		require.NotContains(t, h.Get("Content-Security-Policy"), "unsafe-inline")
 		require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"), path)
@@ -218,19 +221,4 @@ func TestSecurityHeaders(t *testing.T) {
 		require.Equal(t, "DENY", h.Get("X-Frame-Options"), path)
 	}
 	require.Equal(t, "no-store", e.call("GET", "/api/tasks", testViewerToken, "").header.Get("Cache-Control"))
-}
-
-// The websocket's origin check accepts this host only.
-func TestCheckOrigin(t *testing.T) {
-	t.Parallel()
-	e := newAPIEnv(t, apiOpts{})
-	for origin, ok := range map[string]bool{"": true, "http://127.0.0.1:8080": true, "http://evil.example": false,
-		"http://127.0.0.1:9999": false, "null": false, "file://": false} {
-		r := httptest.NewRequest("GET", "/ws", nil)
-		r.Host = "127.0.0.1:8080"
-		if origin != "" {
-			r.Header.Set("Origin", origin)
-		}
-		require.Equal(t, ok, e.server.checkOrigin(r), "Origin %q", origin)
-	}
 }

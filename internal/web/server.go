@@ -1,8 +1,14 @@
-// Package web serves the dashboard and the JSON API over echo (SPEC §7).
+// Package web is the HTTP server of the dashboard and the JSON API (SPEC §7):
+// it builds the parts and wires them together, one way only.
 //
-// Files: server.go wires everything; health.go the probes; api_*.go the JSON
-// API; auth*.go roles, sessions and CSRF; security.go headers; metrics.go
-// Prometheus; ui_*.go the templ pages; live*.go the websocket hub.
+//	auth/     roles, sessions, CSRF, security headers (docs/SECURITY.md)
+//	api/      the JSON API (docs/API.md)
+//	ui/       the templ pages, their forms and the live websocket
+//	request/  what the API and the pages read from a request alike
+//	../ops    the operations both the API and the pages perform
+//
+// This package adds the middleware order, the error answer (JSON for the API,
+// the HTML error page for the pages), the probes and /metrics.
 package web
 
 import (
@@ -12,16 +18,18 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
+	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/sqlscript"
+	"readpast/internal/web/api"
+	"readpast/internal/web/auth"
+	"readpast/internal/web/ui"
 	"readpast/internal/workers"
 )
 
-// Store is what the web layer reads and changes in the queue store.
-type Store = queue.Store
-
-// Node is this process's worker node, as the web layer steers it.
+// Node is this process's worker node, as the web layer steers and shows it.
 type Node interface {
 	ID() string
 	// Wake makes an idle worker of the queue claim at once (after an enqueue).
@@ -33,8 +41,8 @@ type Node interface {
 
 // Deps is what New needs.
 type Deps struct {
-	Store   Store
-	Node    Node
+	Store   queue.Store
+	Node    Node // nil: no workers in this process
 	Logger  *slog.Logger
 	Version string
 	// OperatorToken and ViewerToken are the role secrets. With neither set the
@@ -64,15 +72,10 @@ type Deps struct {
 
 // Server is the dashboard and API; it is an http.Handler.
 type Server struct {
-	d       Deps
-	log     *slog.Logger
-	echo    *echo.Echo
-	auth    *authState // roles, sessions and CSRF keys (auth.go)
-	metrics *Metrics   // Prometheus collectors (metrics.go)
-	// pageError, when set (by the pages), renders an error for a browser page
-	// request as HTML; API errors are always JSON (errors.go).
-	pageError func(c echo.Context, status int, msg string) error
-	live      *liveHub // the dashboard's websocket hub (live_hub.go)
+	echo  *echo.Echo
+	log   *slog.Logger
+	guard *auth.Guard
+	pages *ui.Pages
 }
 
 // New builds the server and its routes.
@@ -80,35 +83,46 @@ func New(d Deps) (*Server, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{d: d, log: d.Logger, echo: echo.New()}
-	s.echo.HideBanner, s.echo.HidePort = true, true
-	registerHealth(s.echo, d.Store)
-	if err := registerAPI(s); err != nil {
+	guard, err := auth.New(auth.Config{OperatorToken: d.OperatorToken, ViewerToken: d.ViewerToken,
+		SessionTTL: d.SessionTTL, Logger: d.Logger})
+	if err != nil {
 		return nil, err
 	}
-	if err := registerUI(s); err != nil {
+	nodeID := ""
+	if d.Node != nil {
+		nodeID = d.Node.ID()
+	}
+	operations := ops.New(d.Store, d.Node)
+	dialect := d.TargetDialect
+	if dialect == "" {
+		dialect = d.Store.Dialect()
+	}
+	s := &Server{echo: echo.New(), log: d.Logger, guard: guard,
+		pages: ui.New(ui.Deps{Store: d.Store, Ops: operations, Node: d.Node, Guard: guard, Version: d.Version,
+			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(dialect), Logger: d.Logger})}
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(auth.SecurityHeaders, middleware.Recover(), guard.LocalHostOnly, guard.Authenticate, guard.CheckCSRF)
+
+	view, operate := guard.RequireRole(auth.Viewer), guard.RequireRole(auth.Operator)
+	registerHealth(e, d.Store)
+	api.New(api.Deps{Store: d.Store, Ops: operations, NodeID: nodeID, Lease: d.Lease, MaxBodyBytes: d.MaxBodyBytes,
+		MaxRequestBytes: d.MaxRequestBytes, Logger: d.Logger}).Register(e, view, operate)
+	metrics, err := newMetricsHandler(d)
+	if err != nil {
 		return nil, err
 	}
+	e.GET("/metrics", metrics, view)
+	guard.Register(e)
+	s.pages.Register(e, view, operate)
 	return s, nil
 }
 
 // CloseLive says goodbye to every live-update websocket (close code 1001, so
 // the pages reconnect) and waits until the goodbyes are written or ctx ends.
 // Call it after http.Server.Shutdown, which does not track websockets.
-func (s *Server) CloseLive(ctx context.Context) error {
-	if s.live == nil {
-		return nil
-	}
-	return s.live.shutdown(ctx)
-}
+func (s *Server) CloseLive(ctx context.Context) error { return s.pages.CloseLive(ctx) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
-
-// bodySyntax is the lexical rules of the dialect task bodies run on.
-func (s *Server) bodySyntax() sqlscript.Syntax {
-	if s.d.TargetDialect != "" {
-		return sqlscript.SyntaxOf(s.d.TargetDialect)
-	}
-	return sqlscript.SyntaxOf(s.d.Store.Dialect())
-}

@@ -16,6 +16,7 @@ import (
 
 	"readpast/internal/logs"
 	"readpast/internal/queue"
+	"readpast/internal/web/webtest"
 )
 
 // Every page, as a laptop shows it, with a working day's data: the pictures
@@ -25,7 +26,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	t.Parallel()
 	tab, _ := newBrowser(t)
 	e := newUIEnv(t, uiOpts{node: true})
-	e.seedDemo(t)
+	webtest.SeedDemo(t, e.ctx, e.store)
 	dir := screenshots(t)
 	require.Eventually(t, func() bool {
 		l, err := e.store.List(e.ctx, queue.ListParams{State: queue.StateRunning})
@@ -41,14 +42,14 @@ func TestBrowserScreenshots(t *testing.T) {
 	pages := []struct{ name, path string }{
 		{"overview", "/"},
 		{"tasks", "/tasks"},
-		{"task-waiting", taskURL(pending[0].ID)},
+		{"task-waiting", fmt.Sprintf("/tasks/%d", pending[0].ID)},
 		{"logs", "/logs"},
 		{"nodes", "/nodes"},
 		{"enqueue", "/tasks/new"},
 		{"enqueue-script", "/tasks/new?mode=script"},
 	}
 	if len(failed) > 0 {
-		pages = append(pages, struct{ name, path string }{"task-failed", taskURL(failed[0].ID)})
+		pages = append(pages, struct{ name, path string }{"task-failed", fmt.Sprintf("/tasks/%d", failed[0].ID)})
 	}
 	for _, p := range pages {
 		require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+p.path)), p.path)
@@ -157,7 +158,7 @@ func TestBrowserEnqueueAndWatchRow(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(form, chromedp.Navigate(e.srv.URL+"/")))
 	submit(t, form, "#queue-web button.resume")
-	require.Contains(t, textOf(form, ".flash"), "resumed")
+	require.Contains(t, textOf(form, ".flash"), "paused=false")
 
 	require.Eventually(t, func() bool { return observe() == "succeeded" }, 60*time.Second, 20*time.Millisecond,
 		"the row reaches succeeded; seen %v", seen)
@@ -205,7 +206,7 @@ func TestBrowserPauseAndResize(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(tab, chromedp.SetValue(chromedp.CSS(`#queue-busy input[name=workers]`), "3")))
 	submit(t, tab, "#queue-busy form.settings button")
-	require.Contains(t, textOf(tab, ".flash"), "3 workers per node")
+	require.Contains(t, textOf(tab, ".flash"), "workers=3")
 	submit(t, tab, "#queue-busy button.resume")
 	markPage(t, tab)
 	require.Eventually(t, func() bool { return textOf(tab, size) == "3" && textOf(tab, busy) == "3" }, 20*time.Second, 20*time.Millisecond,

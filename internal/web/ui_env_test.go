@@ -3,12 +3,10 @@ package web
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
-	"readpast/internal/queue/open"
-	"readpast/internal/target"
+	"readpast/internal/testenv"
+	"readpast/internal/web/auth"
 	"readpast/internal/workers"
 )
 
@@ -35,7 +33,7 @@ type uiEnv struct {
 	ctx    context.Context
 	srv    *httptest.Server
 	server *Server
-	store  Store
+	store  queue.Store
 	node   *workers.Node
 	jar    http.CookieJar
 }
@@ -44,34 +42,17 @@ func newUIEnv(t *testing.T, o uiOpts) *uiEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	path := filepath.Join(t.TempDir(), "ui.db")
-	s, err := open.Store(ctx, "sqlite://"+path, queue.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	dsn := testenv.NewDSN(t, testenv.SQLite)
+	s := testenv.OpenStore(t, dsn, queue.Options{})
 	require.NoError(t, s.Migrate(ctx))
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	e := &uiEnv{t: t, ctx: ctx, store: s, jar: jar}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := Deps{Store: e.store, Logger: log, Version: "test", Lease: 3 * time.Second}
+	d := Deps{Store: e.store, Logger: discardLog, Version: "test", Lease: 3 * time.Second}
 	if o.node {
-		tgt, err := target.Open(ctx, "sqlite://"+path)
-		require.NoError(t, err)
-		t.Cleanup(func() { tgt.Close() })
-		n, err := workers.New(s, tgt, workers.Config{NodeID: "ui-test-node", Poll: 50 * time.Millisecond,
-			Lease: 3 * time.Second, Grace: time.Second, SettingsEvery: 50 * time.Millisecond,
-			DefaultWorkers: o.defaultWorkers, TargetIsStore: true, Logger: log})
-		require.NoError(t, err)
-		nctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = n.Run(nctx) }()
-		t.Cleanup(func() { stop(); <-done })
-		select {
-		case <-n.Ready():
-		case <-time.After(20 * time.Second):
-			t.Fatal("the worker node did not start")
-		}
-		e.node, d.Node = n, n
+		e.node = runNode(t, s, dsn, workers.Config{NodeID: "ui-test-node", Lease: 3 * time.Second,
+			DefaultWorkers: o.defaultWorkers, TargetIsStore: true})
+		d.Node = e.node
 	}
 	e.server, err = New(d)
 	require.NoError(t, err)
@@ -100,8 +81,8 @@ func (e *uiEnv) get(path string) page {
 // post submits a form with the page's CSRF token (unless the form sets its own).
 func (e *uiEnv) post(path string, form url.Values) page {
 	e.t.Helper()
-	if _, ok := form[csrfField]; !ok {
-		form.Set(csrfField, e.csrf())
+	if _, ok := form[auth.CSRFField]; !ok {
+		form.Set(auth.CSRFField, e.csrf())
 	}
 	req, err := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+path, strings.NewReader(form.Encode()))
 	require.NoError(e.t, err)
@@ -146,6 +127,3 @@ func (e *uiEnv) waitState(id int64, st queue.State, within time.Duration) {
 		return err == nil && t.State == st
 	}, within, 20*time.Millisecond, "task %d did not become %s", id, st)
 }
-
-// slowBody runs on SQLite for a long while (until cancelled).
-const slowBody = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) SELECT count(*) FROM c"

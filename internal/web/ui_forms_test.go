@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/web/auth"
 )
 
 // The enqueue form takes every field of a task, and a script becomes one chain
@@ -94,6 +95,10 @@ func TestEnqueueForm(t *testing.T) {
 		{url.Values{"body": {"SELECT 1"}, "delay": {"5m"}, "available_at": {"2031-01-01T00:00"}}, "available_at", "not both"},
 		{url.Values{"body": {"SELECT 1"}, "stage": {"2"}}, "stage", "chain is empty"},
 		{url.Values{"body": {"SELECT 1"}, "timeout_seconds": {"-1"}}, "timeout_seconds", "use 0"},
+		{url.Values{"body": {"SELECT 1"}, "max_attempts": {"0"}}, "max_attempts", "use 1 to 1000"},
+		{url.Values{"body": {"SELECT 1\x00"}}, "body", "NUL"},
+		{url.Values{"body": {"SELECT 1"}, "group": {"g\x00"}}, "group", "NUL"},
+		{url.Values{"body": {"SELECT \xff"}}, "body", "UTF-8"},
 		{url.Values{"mode": {"script"}, "body": {"GO\nGO"}}, "body", "is empty"},
 		{url.Values{"mode": {"script"}, "body": {"SELECT 1\nGO x\nSELECT 2"}}, "body", "line 2 (&#34;GO x&#34;): GO takes only a repeat count"},
 	} {
@@ -125,7 +130,7 @@ func TestCancelAndRetryButtons(t *testing.T) {
 
 	again := e.post(fmt.Sprintf("/tasks/%d/cancel", id), url.Values{"return": {"//evil.example/"}})
 	require.Equal(t, http.StatusSeeOther, again.status)
-	require.Equal(t, taskURL(id), again.location, "only local paths are followed")
+	require.Equal(t, fmt.Sprintf("/tasks/%d", id), again.location, "only local paths are followed")
 	require.Contains(t, e.get(again.location).body, "was not cancelled")
 
 	r := e.post(fmt.Sprintf("/tasks/%d/retry", id), url.Values{})
@@ -159,7 +164,7 @@ func TestQueueControls(t *testing.T) {
 	require.True(t, get().Paused)
 	require.Equal(t, "local", get().UpdatedBy, "the change records who made it")
 	home := e.get("/")
-	require.Contains(t, home.body, "Queue ctl: paused")
+	require.Contains(t, home.body, "Queue ctl: paused=true")
 	require.Contains(t, home.body, "Resume")
 
 	require.Equal(t, http.StatusSeeOther, e.post("/queues/ctl", url.Values{"settings": {"1"}, "workers": {"7"}, "max_running": {"3"}}).status)
@@ -193,7 +198,7 @@ func TestFormsNeedCSRFToken(t *testing.T) {
 	e := newUIEnv(t, uiOpts{})
 	id := e.enqueue(queue.NewTask{Body: "SELECT 1", Delay: time.Hour})[0]
 	for _, path := range []string{"/tasks/new", fmt.Sprintf("/tasks/%d/cancel", id), "/queues/default", "/queues"} {
-		p := e.post(path, url.Values{csrfField: {"forged"}, "body": {"SELECT 1"}, "paused": {"true"}, "name": {"x"}})
+		p := e.post(path, url.Values{auth.CSRFField: {"forged"}, "body": {"SELECT 1"}, "paused": {"true"}, "name": {"x"}})
 		require.Equal(t, http.StatusForbidden, p.status, "%s without a valid token", path)
 	}
 	task, err := e.store.Get(e.ctx, id)
@@ -207,7 +212,7 @@ func TestViewerCannotOperate(t *testing.T) {
 	env := newAPIEnv(t, apiOpts{tokens: true})
 	id, err := env.store.Enqueue(env.ctx, []queue.NewTask{{Body: "SELECT 1", Delay: time.Hour}})
 	require.NoError(t, err)
-	for _, path := range []string{"/", "/tasks", taskURL(id[0].ID), "/logs", "/nodes"} {
+	for _, path := range []string{"/", "/tasks", fmt.Sprintf("/tasks/%d", id[0].ID), "/logs", "/nodes"} {
 		req := env.newRequest("GET", path, testViewerToken, "")
 		req.Header.Set("Accept", "text/html")
 		r := env.send(req, nil)

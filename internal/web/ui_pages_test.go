@@ -3,17 +3,16 @@ package web
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
-	"readpast/internal/workers"
+	"readpast/internal/web/auth"
 	"readpast/web/static"
-	"readpast/web/templates"
 )
 
 // Every page renders from a real store, readable without any script, and the
@@ -63,7 +62,7 @@ func TestPagesRender(t *testing.T) {
 	form := e.get("/tasks/new")
 	require.Equal(t, http.StatusOK, form.status)
 	for _, field := range []string{"queue", "body", "priority", "delay", "available_at", "group", "chain", "stage",
-		"max_attempts", "timeout_seconds", "transactional", "continue_on_failure", csrfField} {
+		"max_attempts", "timeout_seconds", "transactional", "continue_on_failure", auth.CSRFField} {
 		require.Contains(t, form.body, `name="`+field+`"`, "the enqueue form has every field")
 	}
 	require.Contains(t, e.get("/tasks/new?mode=script").body, `name="mode" value="script"`)
@@ -98,43 +97,26 @@ func TestPagesEscapeScriptBody(t *testing.T) {
 		require.NotContains(t, p.body, " style=", "%s: no inline styles (CSP style-src 'self')", path)
 		require.Equal(t, 1, strings.Count(p.body, "<script"), "%s: the only script is the live-update file", path)
 	}
-
-	// The rows and sections the websocket sends are escaped the same way.
-	u := newUI(e.server)
-	for _, v := range []url.Values{{"view": {"tasks"}}, {"view": {"task"}, "id": {fmt.Sprint(id)}}} {
-		view, err := parseLiveView(v, true)
-		require.NoError(t, err)
-		st, err := u.loadView(e.ctx, view, shared{})
-		require.NoError(t, err)
-		for _, html := range st.rows {
-			require.NotContains(t, html, evil)
-			require.Contains(t, html, "&lt;script&gt;")
-		}
-		for _, html := range st.sections {
-			require.NotContains(t, html, evil)
-			require.NotContains(t, html, "<b>g</b>")
-		}
-	}
 }
 
-// The nodes page shows what each busy worker runs, with its target session
-// id (the SPID on SQL Server).
-func TestNodesShowSessions(t *testing.T) {
+// The websocket refuses a page from another origin, and an unknown view.
+func TestLiveChecksOriginAndView(t *testing.T) {
 	t.Parallel()
 	e := newUIEnv(t, uiOpts{})
-	u := newUI(e.server)
-	started := time.Now().Add(-75 * time.Second)
-	info := workers.NodeInfo{Pools: []workers.PoolInfo{{Queue: "etl", Size: 4, Running: 1,
-		Busy: []workers.WorkerInfo{{Worker: "etl-w2", Queue: "etl", TaskID: 42, SessionID: "57", StartedAt: started}}}}}
-	views := u.nodeViewsOf([]clusterNode{
-		{Node: queue.Node{ID: "sql-node-b", Hostname: "db02", PID: 7, Version: "1.0", HeartbeatAt: time.Now(), StoppedAt: time.Now()}},
-		{Node: queue.Node{ID: "sql-node-a", Hostname: "db01", PID: 4242, Version: "1.0", HeartbeatAt: time.Now()}, Info: info},
-	})
-	require.Equal(t, "sql-node-a", views[0].ID, "live nodes come before stopped ones")
-	require.Equal(t, "stopped", views[1].Status)
-	html, err := renderString(templates.NodeList(views))
-	require.NoError(t, err)
-	for _, want := range []string{"etl-w2", `href="/tasks/42"`, ">57<", "1m15s", "db01 · pid 4242 · 1.0"} {
-		require.Contains(t, html, want)
-	}
+	url := "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/ws"
+	h := http.Header{}
+	h.Set("Origin", "http://evil.example")
+	_, res, err := websocket.DefaultDialer.Dial(url+"?view=overview", h)
+	require.Error(t, err)
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "a foreign origin is refused")
+
+	h.Set("Origin", e.srv.URL)
+	conn, res, err := websocket.DefaultDialer.Dial(url+"?view=overview", h)
+	require.NoError(t, err, "the dashboard's own origin is accepted")
+	res.Body.Close()
+	conn.Close()
+
+	_, res, err = websocket.DefaultDialer.Dial(url+"?view=everything", nil)
+	require.Error(t, err)
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
 }

@@ -1,0 +1,53 @@
+// Package ops is what an operator does to the queue: enqueue, cancel, retry,
+// change a queue's settings, set a group's limit. The JSON API and the
+// dashboard's forms both call it, so each operation (its validation, its store
+// calls, its effect on this node's workers, its time limit) exists once.
+//
+// Every operation records who did it (the actor) and is bounded by Timeout.
+package ops
+
+import (
+	"context"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// Timeout bounds the store calls made for one request: an operation bounds its
+// own, and the handlers bound their reads with Bound. A store that does not
+// answer in time gives context.DeadlineExceeded (503), never a request that
+// hangs as long as the client waits.
+const Timeout = 10 * time.Second
+
+// Bound returns ctx limited to Timeout (or to its own deadline when sooner).
+func Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, Timeout)
+}
+
+// Node is this process's worker node, as the operations steer it.
+type Node interface {
+	// Wake makes an idle worker of the queue claim at once (after an enqueue,
+	// a retry, a resumed or grown queue).
+	Wake(queue string)
+	// CancelTask stops the task's statement if it runs here; the cancel is
+	// already recorded in the store.
+	CancelTask(id int64) bool
+}
+
+// Ops performs the operations on a store and this node.
+type Ops struct {
+	store queue.Store
+	node  Node // nil: no workers in this process
+}
+
+// New returns the operations on store; node may be nil.
+func New(store queue.Store, node Node) *Ops {
+	return &Ops{store: store, node: node}
+}
+
+// wake tells this node's idle workers of the queue about new work.
+func (o *Ops) wake(queueName string) {
+	if o.node != nil {
+		o.node.Wake(queueName)
+	}
+}

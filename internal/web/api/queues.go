@@ -1,0 +1,111 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/labstack/echo/v4"
+
+	"readpast/internal/ops"
+	"readpast/internal/queue"
+	"readpast/internal/web/auth"
+	"readpast/internal/web/request"
+)
+
+// Queue is a queue as the API returns it.
+type Queue struct {
+	Name       string           `json:"name"`
+	Workers    *int             `json:"workers"`     // per node; null: the node's default
+	MaxRunning *int             `json:"max_running"` // cluster-wide; null: no limit
+	Paused     bool             `json:"paused"`
+	UpdatedAt  *time.Time       `json:"updated_at"` // null: never set
+	UpdatedBy  *string          `json:"updated_by"`
+	Counts     map[string]int64 `json:"counts"` // every state, zeros included
+}
+
+func toQueue(q queue.Queue) Queue {
+	o := Queue{Name: q.Name, Workers: q.Workers, MaxRunning: q.MaxRunning, Paused: q.Paused,
+		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}}
+	for _, st := range queue.States {
+		o.Counts[string(st)] = q.Counts[st]
+	}
+	return o
+}
+
+// listQueues is GET /api/queues.
+func (h *Handler) listQueues(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	qs, err := h.d.Store.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	out := make([]Queue, len(qs))
+	for i, q := range qs {
+		out[i] = toQueue(q)
+	}
+	return WriteJSON(c, http.StatusOK, map[string]any{"queues": out})
+}
+
+// optional is a JSON field that may be absent, null, or a value.
+type optional[T any] struct {
+	Set, Null bool
+	V         T
+}
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (o *optional[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	o.Set = true
+	if dec.PeekKind() == 'n' {
+		o.Null = true
+		_, err := dec.ReadToken()
+		return err
+	}
+	return json.UnmarshalDecode(dec, &o.V)
+}
+
+// queuePatch is PATCH /api/queues/{name}; absent fields stay as they are.
+type queuePatch struct {
+	Workers    optional[int]  `json:"workers"`
+	MaxRunning optional[int]  `json:"max_running"` // null clears the limit
+	Paused     optional[bool] `json:"paused"`
+}
+
+// updateQueue is PATCH /api/queues/{name}: every node applies it within a second.
+func (h *Handler) updateQueue(c echo.Context) error {
+	var in queuePatch
+	if err := h.decodeJSON(c, &in); err != nil {
+		return err
+	}
+	var u queue.QueueUpdate
+	switch {
+	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set:
+		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running or paused"}
+	case in.Workers.Null:
+		return &queue.ValidationError{Field: "workers", Reason: "cannot be null: give 0 to 1000 workers per node"}
+	case in.Paused.Null:
+		return &queue.ValidationError{Field: "paused", Reason: "cannot be null: give true or false"}
+	}
+	if in.Workers.Set {
+		u.Workers = &in.Workers.V
+	}
+	if in.MaxRunning.Null {
+		u.ClearMaxRunning = true
+	} else if in.MaxRunning.Set {
+		u.MaxRunning = &in.MaxRunning.V
+	}
+	if in.Paused.Set {
+		u.Paused = &in.Paused.V
+	}
+	q, err := h.d.Ops.UpdateQueue(c.Request().Context(), auth.Actor(c), request.PathParam(c, "name"), u)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(c, http.StatusOK, toQueue(*q))
+}

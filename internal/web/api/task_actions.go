@@ -1,0 +1,38 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"readpast/internal/web/auth"
+	"readpast/internal/web/request"
+)
+
+// cancelTask is POST /api/tasks/{id}/cancel (ops.Cancel). It answers with the
+// task as it is afterwards: a running one may still be running, with
+// cancel_requested, until its statement stops.
+func (h *Handler) cancelTask(c echo.Context) error {
+	id, err := request.TaskID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := h.d.Ops.Cancel(c.Request().Context(), auth.Actor(c), id); err != nil {
+		return err
+	}
+	return h.answerTask(c, http.StatusOK, id)
+}
+
+// retryTask is POST /api/tasks/{id}/retry (ops.Retry): a failed or cancelled
+// task runs again now with a fresh attempt budget.
+func (h *Handler) retryTask(c echo.Context) error {
+	id, err := request.TaskID(c)
+	if err != nil {
+		return err
+	}
+	t, err := h.d.Ops.Retry(c.Request().Context(), auth.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(c, http.StatusOK, toTask(t))
+}

@@ -1,0 +1,167 @@
+package api
+
+import (
+	"fmt"
+	"time"
+
+	"readpast/internal/logs"
+	"readpast/internal/queue"
+)
+
+// Bounds of the API's duration fields (docs/API.md).
+const (
+	maxDelaySeconds   = 10 * 366 * 24 * 3600 // ten years; use available_at beyond
+	maxTimeoutSeconds = 30 * 24 * 3600       // thirty days
+	maxBatchTasks     = 1000
+)
+
+// taskIn is one task to enqueue, as the API takes it.
+type taskIn struct {
+	Body              string   `json:"body"`
+	Queue             string   `json:"queue"`
+	Priority          *int     `json:"priority"`
+	DelaySeconds      *float64 `json:"delay_seconds"`
+	AvailableAt       *string  `json:"available_at"`
+	Group             string   `json:"group"`
+	Chain             string   `json:"chain"`
+	Stage             *int     `json:"stage"`
+	MaxAttempts       *int     `json:"max_attempts"` // nil: the default; 0 is refused
+	TimeoutSeconds    *float64 `json:"timeout_seconds"`
+	Transactional     bool     `json:"transactional"`
+	ContinueOnFailure bool     `json:"continue_on_failure"`
+}
+
+// newTask converts and validates the input; prefix goes before field names in
+// errors ("tasks[3]."). maxBody is the store's body limit.
+func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
+	bad := func(field, format string, args ...any) (queue.NewTask, error) {
+		return queue.NewTask{}, &queue.ValidationError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)}
+	}
+	t := queue.NewTask{Queue: in.Queue, Body: in.Body, Priority: in.Priority, Group: in.Group, Chain: in.Chain,
+		Transactional: in.Transactional, ContinueOnFailure: in.ContinueOnFailure}
+	if in.Stage != nil {
+		t.Stage = *in.Stage
+	}
+	if m := in.MaxAttempts; m != nil {
+		if err := queue.CheckMaxAttempts(*m); err != nil {
+			return queue.NewTask{}, prefixed(prefix, err)
+		}
+		t.MaxAttempts = *m
+	}
+	if in.DelaySeconds != nil && in.AvailableAt != nil {
+		return bad("delay_seconds", "and available_at are both set: give one of them")
+	}
+	if d := in.DelaySeconds; d != nil {
+		if *d < 0 || *d > maxDelaySeconds {
+			return bad("delay_seconds", "is %g: use 0 to %d (or available_at)", *d, maxDelaySeconds)
+		}
+		t.Delay = time.Duration(*d * float64(time.Second))
+	}
+	if a := in.AvailableAt; a != nil {
+		at, err := time.Parse(time.RFC3339Nano, *a)
+		if err != nil {
+			return bad("available_at", "%q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", *a)
+		}
+		t.AvailableAt = at.UTC()
+	}
+	if s := in.TimeoutSeconds; s != nil {
+		if *s < 0 || *s > maxTimeoutSeconds {
+			return bad("timeout_seconds", "is %g: use 0 (no limit) to %d", *s, maxTimeoutSeconds)
+		}
+		t.Timeout = time.Duration(*s * float64(time.Second))
+	}
+	n, err := t.Normalize(maxBody)
+	return n, prefixed(prefix, err)
+}
+
+// prefixed names the field of a validation error as the API does: with its
+// API name (timeout_seconds for the model's timeout), after prefix ("tasks[3].").
+func prefixed(prefix string, err error) error {
+	if ve, ok := err.(*queue.ValidationError); ok {
+		switch ve.Field {
+		case "timeout", "delay":
+			ve.Field += "_seconds"
+		}
+		ve.Field = prefix + ve.Field
+	}
+	return err
+}
+
+// Task is a task as the API returns it; times are RFC 3339 UTC and absent
+// values are null.
+type Task struct {
+	ID                int64      `json:"id"`
+	Queue             string     `json:"queue"`
+	Body              string     `json:"body"`
+	Priority          int        `json:"priority"`
+	AvailableAt       time.Time  `json:"available_at"`
+	Group             *string    `json:"group"`
+	Chain             *string    `json:"chain"`
+	Stage             int        `json:"stage"`
+	MaxAttempts       int        `json:"max_attempts"`
+	TimeoutSeconds    *float64   `json:"timeout_seconds"`
+	Transactional     bool       `json:"transactional"`
+	ContinueOnFailure bool       `json:"continue_on_failure"`
+	State             string     `json:"state"`
+	Attempts          int        `json:"attempts"`
+	CreatedAt         time.Time  `json:"created_at"`
+	CreatedBy         *string    `json:"created_by"`
+	StartedAt         *time.Time `json:"started_at"`
+	FinishedAt        *time.Time `json:"finished_at"`
+	LastError         *string    `json:"last_error"`
+	LeaseOwner        *string    `json:"lease_owner"`
+	LeaseExpiresAt    *time.Time `json:"lease_expires_at"`
+	SessionID         *string    `json:"session_id"`
+	CancelRequested   bool       `json:"cancel_requested"`
+	ChainWait         bool       `json:"chain_wait"`
+}
+
+// TaskDetail is GET /api/tasks/{id}: the task, why it waits, and its attempts.
+type TaskDetail struct {
+	Task
+	Why *string    `json:"why"`
+	Log []logs.Row `json:"log"`
+}
+
+func toTask(t *queue.Task) Task {
+	o := Task{ID: t.ID, Queue: t.Queue, Body: t.Body, Priority: t.Priority, AvailableAt: t.AvailableAt.UTC(),
+		Group: orNull(t.Group), Chain: orNull(t.Chain), Stage: t.Stage, MaxAttempts: t.MaxAttempts,
+		Transactional: t.Transactional, ContinueOnFailure: t.ContinueOnFailure, State: string(t.State),
+		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: orNull(t.CreatedBy), StartedAt: optTime(t.StartedAt),
+		FinishedAt: optTime(t.FinishedAt), LastError: orNull(t.LastError), CancelRequested: t.CancelRequested,
+		ChainWait: t.ChainWait}
+	if t.Timeout > 0 {
+		s := t.Timeout.Seconds()
+		o.TimeoutSeconds = &s
+	}
+	if t.State == queue.StateRunning {
+		o.LeaseOwner, o.LeaseExpiresAt, o.SessionID = orNull(t.LeaseOwner), optTime(t.LeaseExpiresAt), orNull(t.SessionID)
+	}
+	return o
+}
+
+// orNull is v, or nil (JSON null) when v is its type's zero value: absent
+// values are null, never "" or 0 (docs/API.md).
+func orNull[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func toTaskDetail(t *queue.Task, recs []queue.AttemptRecord) TaskDetail {
+	d := TaskDetail{Task: toTask(t), Why: orNull(t.Why), Log: make([]logs.Row, len(recs))}
+	for i, r := range recs {
+		d.Log[i] = logs.FromRecord(r)
+	}
+	return d
+}

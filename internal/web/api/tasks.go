@@ -1,0 +1,171 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"readpast/internal/ops"
+	"readpast/internal/queue"
+	"readpast/internal/web/auth"
+	"readpast/internal/web/request"
+)
+
+// createTask is POST /api/tasks: one task, answered 201 with the stored task.
+func (h *Handler) createTask(c echo.Context) error {
+	var in taskIn
+	if err := h.decodeJSON(c, &in); err != nil {
+		return err
+	}
+	t, err := in.newTask("", h.d.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	res, err := h.d.Ops.Enqueue(c.Request().Context(), auth.Actor(c), []queue.NewTask{t})
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/api/tasks/"+strconv.FormatInt(res[0].ID, 10))
+	return h.answerTask(c, http.StatusCreated, res[0].ID)
+}
+
+// answerTask answers with the task as the store has it now.
+func (h *Handler) answerTask(c echo.Context, status int, id int64) error {
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	t, err := h.d.Store.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(c, status, toTask(t))
+}
+
+// batchIn is POST /api/tasks/batch. With chain set, the tasks form that chain;
+// a task without a stage gets its position × 10 (0, 10, 20, …), so a plain list
+// runs in order, and tasks given equal stages run in parallel.
+type batchIn struct {
+	Chain             *string  `json:"chain"`
+	ContinueOnFailure bool     `json:"continue_on_failure"`
+	Tasks             []taskIn `json:"tasks"`
+}
+
+// createBatch is POST /api/tasks/batch: all tasks in one transaction, or none.
+func (h *Handler) createBatch(c echo.Context) error {
+	var in batchIn
+	if err := h.decodeJSON(c, &in); err != nil {
+		return err
+	}
+	switch {
+	case len(in.Tasks) == 0:
+		return &queue.ValidationError{Field: "tasks", Reason: "is empty: give at least one task"}
+	case len(in.Tasks) > maxBatchTasks:
+		return &queue.ValidationError{Field: "tasks", Reason: fmt.Sprintf("has %d tasks: send at most %d per batch", len(in.Tasks), maxBatchTasks)}
+	case in.Chain != nil && *in.Chain == "":
+		return &queue.ValidationError{Field: "chain", Reason: "is empty: name the chain, or leave it out for independent tasks"}
+	case in.Chain != nil && queue.CheckName("chain", *in.Chain) != nil:
+		return queue.CheckName("chain", *in.Chain)
+	case in.Chain == nil && in.ContinueOnFailure:
+		return &queue.ValidationError{Field: "continue_on_failure", Reason: "is set but chain is not: it is a chain's failure policy"}
+	}
+	tasks := make([]queue.NewTask, len(in.Tasks))
+	for i, ti := range in.Tasks {
+		prefix := fmt.Sprintf("tasks[%d].", i)
+		if in.Chain != nil {
+			if ti.Chain != "" && ti.Chain != *in.Chain {
+				return &queue.ValidationError{Field: prefix + "chain", Reason: fmt.Sprintf("is %q but the batch is chain %q: leave it out", ti.Chain, *in.Chain)}
+			}
+			if ti.ContinueOnFailure && !in.ContinueOnFailure {
+				return &queue.ValidationError{Field: prefix + "continue_on_failure", Reason: "is set on one task: set it on the batch"}
+			}
+			ti.Chain, ti.ContinueOnFailure = *in.Chain, in.ContinueOnFailure
+			if ti.Stage == nil {
+				stage := i * 10
+				ti.Stage = &stage
+			}
+		}
+		t, err := ti.newTask(prefix, h.d.MaxBodyBytes)
+		if err != nil {
+			return err
+		}
+		tasks[i] = t
+	}
+	res, err := h.d.Ops.Enqueue(c.Request().Context(), auth.Actor(c), tasks)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(c, http.StatusCreated, map[string]any{"ids": queue.IDs(res)})
+}
+
+// TaskPage is GET /api/tasks.
+type TaskPage struct {
+	Tasks      []Task `json:"tasks"`
+	NextCursor *int64 `json:"next_cursor"`
+}
+
+// listTasks is GET /api/tasks?state=&queue=&group=&chain=&limit=&cursor=,
+// newest first; next_cursor (the last id) fetches the next page.
+func (h *Handler) listTasks(c echo.Context) error {
+	q, err := queryParams(c, "state", "queue", "group", "chain", "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	p := queue.ListParams{State: queue.State(q.Get("state")), Queue: q.Get("queue"), Group: q.Get("group"), Chain: q.Get("chain")}
+	limit, err := intParam(q, "limit", 1)
+	if err != nil {
+		return err
+	}
+	if p.Before, err = intParam(q, "cursor", 1); err != nil {
+		return err
+	}
+	p.Limit = int(min(limit, 1<<20))
+	if p.Limit, err = queue.CheckList(p); err != nil {
+		return err
+	}
+	if err := request.CheckTaskFilter(p); err != nil {
+		return err
+	}
+	// Read one row more than the page, when the store allows it, so that
+	// next_cursor is null exactly when nothing follows.
+	limit = int64(p.Limit)
+	if p.Limit < 1000 {
+		p.Limit++
+	}
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	tasks, err := h.d.Store.List(ctx, p)
+	if err != nil {
+		return err
+	}
+	more := len(tasks) > int(limit) || len(tasks) == p.Limit
+	tasks = tasks[:min(len(tasks), int(limit))]
+	out := TaskPage{Tasks: make([]Task, len(tasks))}
+	for i, t := range tasks {
+		out.Tasks[i] = toTask(t)
+	}
+	if more {
+		next := tasks[len(tasks)-1].ID
+		out.NextCursor = &next
+	}
+	return WriteJSON(c, http.StatusOK, out)
+}
+
+// getTask is GET /api/tasks/{id}: the task, why it waits, and its attempts.
+func (h *Handler) getTask(c echo.Context) error {
+	id, err := request.TaskID(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	t, err := h.d.Store.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	recs, err := h.d.Store.TaskAttempts(ctx, id)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(c, http.StatusOK, toTaskDetail(t, recs))
+}

@@ -1,0 +1,85 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"readpast/internal/queue"
+	"readpast/web/templates"
+)
+
+// taskRow turns a task into its table row; operate adds the cancel and retry
+// buttons, which come back to back.
+func taskRow(t *queue.Task, now time.Time, operate bool, back string) templates.TaskRow {
+	r := templates.TaskRow{
+		ID: t.ID, URL: taskURL(t.ID), Queue: t.Queue, State: string(t.State), Priority: t.Priority,
+		Attempts: fmt.Sprintf("%d/%d", t.Attempts, t.MaxAttempts), Group: t.Group,
+		Created: showTime(t.CreatedAt, now), Started: showTime(t.StartedAt, now),
+		Body: firstLine(t.Body, 90), Error: firstLine(t.LastError, 120),
+	}
+	if t.Chain != "" {
+		r.Chain = t.Chain + ":" + strconv.Itoa(t.Stage)
+	}
+	switch {
+	case !t.FinishedAt.IsZero() && !t.StartedAt.IsZero():
+		r.Duration = showDuration(t.FinishedAt.Sub(t.StartedAt))
+	case t.State == queue.StateRunning && !t.StartedAt.IsZero():
+		r.Duration = runningFor(t.StartedAt, now)
+	}
+	if t.State == queue.StatePending {
+		r.Waiting = briefWait(t, now)
+	}
+	if t.State == queue.StateRunning && t.CancelRequested {
+		r.Waiting = "cancelling"
+	}
+	if operate {
+		r.Actions = taskActions(t, back)
+	}
+	return r
+}
+
+// briefWait says in a word why a pending task from a list is not claimable;
+// the task page gives the full reason (Store.Get fills Why).
+func briefWait(t *queue.Task, now time.Time) string {
+	switch {
+	case t.ChainWait:
+		return "after earlier stage"
+	case t.AvailableAt.After(now):
+		if t.Attempts > 0 {
+			return "retry in " + showDuration(t.AvailableAt.Sub(now))
+		}
+		return "in " + showDuration(t.AvailableAt.Sub(now))
+	}
+	return ""
+}
+
+// taskActions are the buttons a task's state allows.
+func taskActions(t *queue.Task, back string) []templates.Action {
+	id := strconv.FormatInt(t.ID, 10)
+	switch t.State {
+	case queue.StatePending, queue.StateRunning:
+		if t.CancelRequested {
+			return nil
+		}
+		return []templates.Action{{Label: "Cancel", URL: "/tasks/" + id + "/cancel", Class: "danger", Return: back}}
+	case queue.StateFailed, queue.StateCancelled:
+		return []templates.Action{{Label: "Retry", URL: "/tasks/" + id + "/retry", Return: back}}
+	}
+	return nil
+}
+
+// attemptRow turns an execution-log record into its table row.
+func attemptRow(a queue.AttemptRecord, now time.Time) templates.AttemptRow {
+	r := templates.AttemptRow{
+		ID: a.ID, TaskID: a.TaskID, TaskURL: taskURL(a.TaskID), Attempt: a.Attempt, Queue: a.Queue,
+		Node: a.Node, Worker: a.Worker, Session: a.SessionID,
+		Started: showTime(a.StartedAt, now), Finished: showTime(a.FinishedAt, now),
+		Duration: showDuration(a.Duration), Outcome: string(a.Outcome),
+		Rows: templates.FormatCount(a.RowsAffected), Error: a.Error, Messages: a.Messages,
+	}
+	if a.RowsAffected < 0 {
+		r.Rows = ""
+	}
+	return r
+}
