@@ -31,13 +31,19 @@ const scheduleColumns = `s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.p
 var defParams = []string{"cron", "time_zone", "queue", "body", "priority", "group_name", "max_attempts",
 	"timeout_ms", "transactional", "paused", "overlap", "misfire", "next_fire_at"}
 
-// schedulesQuery reads every schedule, or the one named (@name NULL: all).
+// schedulesQuery reads every schedule, or the one named (@name NULL: all),
+// each with its latest run: one seek of the clustered key per schedule
+// (OUTER APPLY), never a join that could scan the history.
 var schedulesQuery = query{
 	name: "schedules",
 	text: `SET NOCOUNT ON;
 SELECT ` + scheduleColumns + `
 FROM dbo.readpast_schedules AS s
-LEFT JOIN dbo.readpast_tasks AS t ON t.id = s.last_task_id
+OUTER APPLY (
+    SELECT r.state, r.finished_at
+    FROM dbo.readpast_tasks AS r
+    WHERE r.id = s.last_task_id
+) AS t
 WHERE @name IS NULL OR s.name = @name
 ORDER BY s.name;
 `,
