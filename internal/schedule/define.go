@@ -3,6 +3,8 @@ package schedule
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -35,24 +37,40 @@ func Prepare(d queue.ScheduleDef, maxBody int, now time.Time) (queue.ScheduleDef
 	}
 	d.Task = queue.ScheduleTask{Queue: task.Queue, Body: task.Body, Priority: task.Priority, Group: task.Group,
 		MaxAttempts: task.MaxAttempts, Timeout: task.Timeout, Transactional: task.Transactional}
-	switch d.Overlap {
-	case "":
-		d.Overlap = queue.OverlapSkip
-	case queue.OverlapSkip, queue.OverlapAllow:
-	default:
-		return fail(&queue.ValidationError{Field: "overlap", Reason: fmt.Sprintf("%q is not one of skip, allow", d.Overlap)})
+	if err := oneOf("overlap", &d.Overlap, queue.OverlapSkip, queue.OverlapAllow); err != nil {
+		return fail(err)
 	}
-	switch d.Misfire {
-	case "":
-		d.Misfire = queue.MisfireRunOnce
-	case queue.MisfireRunOnce, queue.MisfireSkip:
-	default:
-		return fail(&queue.ValidationError{Field: "misfire", Reason: fmt.Sprintf("%q is not one of run_once, skip", d.Misfire)})
+	if err := oneOf("misfire", &d.Misfire, queue.MisfireRunOnce, queue.MisfireSkip); err != nil {
+		return fail(err)
 	}
 	if d.Paused {
 		next = time.Time{}
 	}
 	return d, next, nil
+}
+
+// oneOf sets *v to the first of allowed, its default, when it is empty, and
+// refuses a value that is none of them.
+func oneOf[T ~string](field string, v *T, allowed ...T) error {
+	switch {
+	case *v == "":
+		*v = allowed[0]
+	case !slices.Contains(allowed, *v):
+		names := make([]string, len(allowed))
+		for i, a := range allowed {
+			names[i] = string(a)
+		}
+		return &queue.ValidationError{Field: field, Reason: fmt.Sprintf("%q is not one of %s", *v, strings.Join(names, ", "))}
+	}
+	return nil
+}
+
+// PrepareCreate is Prepare for a new schedule created by actor.
+func PrepareCreate(d queue.ScheduleDef, actor string, maxBody int, now time.Time) (queue.ScheduleDef, time.Time, error) {
+	if err := CheckActor(actor); err != nil {
+		return queue.ScheduleDef{}, time.Time{}, err
+	}
+	return Prepare(d, maxBody, now)
 }
 
 // CheckActor validates who is acting: audit rows keep at most

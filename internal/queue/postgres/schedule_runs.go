@@ -18,29 +18,22 @@ import (
 // another: it skips a row another transaction holds (SKIP LOCKED) and leaves
 // that fire to it.
 
-// run is a schedule whose run is being started: its template, read from the
-// row the transaction locked.
-type run struct {
-	id, lastTask int64
-	name         string
-	task         queue.ScheduleTask
-}
-
 // runColumns are the columns of a schedule row s that scanRun reads, before
 // any extra ones.
 const runColumns = `s.id, s.name, s.queue, s.body, s.priority, s.group_name, s.max_attempts, s.timeout_ms,
 	s.transactional, coalesce(s.last_task_id, 0)`
 
-func scanRun(row pgx.Row, extra ...any) (run, error) {
+// scanRun reads a schedule row's runColumns, then the extra destinations.
+func scanRun(row pgx.Row, extra ...any) (schedule.Run, error) {
 	var (
-		x         run
+		x         schedule.Run
 		priority  int
 		group     *string
 		timeoutMS int64
 	)
-	err := row.Scan(append([]any{&x.id, &x.name, &x.task.Queue, &x.task.Body, &priority, &group, &x.task.MaxAttempts,
-		&timeoutMS, &x.task.Transactional, &x.lastTask}, extra...)...)
-	x.task.Priority, x.task.Group, x.task.Timeout = &priority, str(group), time.Duration(timeoutMS)*time.Millisecond
+	err := row.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &x.Task.MaxAttempts,
+		&timeoutMS, &x.Task.Transactional, &x.LastTaskID}, extra...)...)
+	x.Task.Priority, x.Task.Group, x.Task.Timeout = &priority, str(group), time.Duration(timeoutMS)*time.Millisecond
 	return x, err
 }
 
@@ -51,10 +44,10 @@ const unfinishedLastRun = `EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s
 // startRun enqueues the run's task in tx through readpast_enqueue (the
 // production enqueue, its NOTIFY included), marks it as the schedule's (of
 // fire time fireAt; zero for a run now) and makes it the latest run.
-func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r run, createdBy string, fireAt time.Time) (int64, error) {
-	t, err := r.task.NewTask(createdBy).Normalize(s.opts.MaxBodyBytes)
+func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r schedule.Run, createdBy string, fireAt time.Time) (int64, error) {
+	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
 	if err != nil {
-		return 0, fmt.Errorf("the task of schedule %s: %w", r.name, err)
+		return 0, err
 	}
 	var id int64
 	var dup bool
@@ -62,7 +55,7 @@ func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r run, createdBy string
 		return 0, err
 	}
 	_, err = tx.Exec(ctx, `WITH t AS (UPDATE readpast_tasks SET schedule_name = $2, fire_at = $3 WHERE id = $1)
-		UPDATE readpast_schedules SET last_task_id = $1 WHERE id = $4`, id, r.name, nullTime(fireAt), r.id)
+		UPDATE readpast_schedules SET last_task_id = $1 WHERE id = $4`, id, r.Name, nullTime(fireAt), r.ID)
 	return id, err
 }
 
@@ -91,7 +84,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 		case err != nil:
 			return err
 		case skip:
-			out = queue.Enqueued{ID: r.lastTask, Duplicate: true}
+			out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			return nil
 		}
 		id, err := s.startRun(ctx, tx, r, actor, time.Time{})
@@ -171,14 +164,7 @@ func (s *Store) FireSchedule(ctx context.Context, f queue.ScheduleFire) (queue.F
 		case err != nil:
 			return err
 		}
-		out = queue.Fired{Won: true, Outcome: queue.FireOutcome(outcome)}
-		switch out.Outcome {
-		case queue.FireEnqueued:
-			out.Queue = r.task.Queue
-			out.TaskID, err = s.startRun(ctx, tx, r, queue.ScheduleCreatedBy(r.name), f.FireAt)
-		case queue.FireSkippedOverlap:
-			out.TaskID = r.lastTask
-		}
+		out, err = r.Fired(queue.FireOutcome(outcome), func(by string) (int64, error) { return s.startRun(ctx, tx, r, by, f.FireAt) })
 		return err
 	})
 	if err != nil {

@@ -67,10 +67,7 @@ func defArgs(d queue.ScheduleDef, next time.Time) []any {
 // CreateSchedule implements queue.Store: one statement inserts the schedule
 // and its audit row.
 func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
-	if err := schedule.CheckActor(actor); err != nil {
-		return nil, err
-	}
-	def, next, err := schedule.Prepare(d, s.opts.MaxBodyBytes, time.Now())
+	def, next, err := schedule.PrepareCreate(d, actor, s.opts.MaxBodyBytes, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -17,49 +17,42 @@ import (
 // scheduler with the same plan runs after the first commits and finds the
 // version gone.
 
-// run is a schedule whose run is being started: its template, read from the
-// row the transaction changes or has read.
-type run struct {
-	id, lastTask int64
-	name         string
-	task         queue.ScheduleTask
-}
-
 // runColumns are the columns scanRun reads, before any extra ones.
 const runColumns = `id, name, queue, body, priority, group_name, max_attempts, timeout_ms, transactional, last_task_id`
 
-func scanRun(r scanner, extra ...any) (run, error) {
+// scanRun reads a schedule row's runColumns, then the extra destinations.
+func scanRun(r scanner, extra ...any) (schedule.Run, error) {
 	var (
-		x                  run
+		x                  schedule.Run
 		priority           int
 		group              sql.NullString
 		timeoutMS          int64
 		lastTask           sql.NullInt64
 		maxAttempts, trans int
 	)
-	err := r.Scan(append([]any{&x.id, &x.name, &x.task.Queue, &x.task.Body, &priority, &group, &maxAttempts, &timeoutMS,
+	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
 		&trans, &lastTask}, extra...)...)
-	x.task.Priority, x.task.Group, x.task.MaxAttempts = &priority, group.String, maxAttempts
-	x.task.Timeout, x.task.Transactional, x.lastTask = time.Duration(timeoutMS)*time.Millisecond, trans != 0, lastTask.Int64
+	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &priority, group.String, maxAttempts
+	x.Task.Timeout, x.Task.Transactional, x.LastTaskID = time.Duration(timeoutMS)*time.Millisecond, trans != 0, lastTask.Int64
 	return x, err
 }
 
 // startRun enqueues the run's task in tx, marks it as the schedule's (of fire
 // time fireAt; zero for a run now) and makes it the schedule's latest run.
-func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r run, createdBy string, fireAt time.Time) (int64, error) {
-	t, err := r.task.NewTask(createdBy).Normalize(s.opts.MaxBodyBytes)
+func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r schedule.Run, createdBy string, fireAt time.Time) (int64, error) {
+	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
 	if err != nil {
-		return 0, fmt.Errorf("the task of schedule %s: %w", r.name, err)
+		return 0, err
 	}
 	res, err := enqueueTx(ctx, tx, now, []queue.NewTask{t})
 	if err != nil {
 		return 0, err
 	}
 	id := res[0].ID
-	if _, err := tx.ExecContext(ctx, `UPDATE readpast_tasks SET schedule_name = ?, fire_at = ? WHERE id = ?`, r.name, nullTime(fireAt), id); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE readpast_tasks SET schedule_name = ?, fire_at = ? WHERE id = ?`, r.Name, nullTime(fireAt), id); err != nil {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE readpast_schedules SET last_task_id = ? WHERE id = ?`, id, r.id)
+	_, err = tx.ExecContext(ctx, `UPDATE readpast_schedules SET last_task_id = ? WHERE id = ?`, id, r.ID)
 	return id, err
 }
 
@@ -82,7 +75,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 		case err != nil:
 			return err
 		case skip:
-			out = queue.Enqueued{ID: r.lastTask, Duplicate: true}
+			out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			return nil
 		}
 		id, err := s.startRun(ctx, tx, now, r, actor, time.Time{})
@@ -152,14 +145,7 @@ func (s *Store) FireSchedule(ctx context.Context, f queue.ScheduleFire) (queue.F
 		case err != nil:
 			return err
 		}
-		out = queue.Fired{Won: true, Outcome: outcome}
-		switch outcome {
-		case queue.FireEnqueued:
-			out.Queue = r.task.Queue
-			out.TaskID, err = s.startRun(ctx, tx, now, r, queue.ScheduleCreatedBy(r.name), f.FireAt)
-		case queue.FireSkippedOverlap:
-			out.TaskID = r.lastTask
-		}
+		out, err = r.Fired(outcome, func(by string) (int64, error) { return s.startRun(ctx, tx, now, r, by, f.FireAt) })
 		return err
 	})
 	if err != nil {

@@ -59,10 +59,7 @@ func nullTime(t time.Time) sql.NullInt64 {
 
 // CreateSchedule implements queue.Store.
 func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
-	if err := schedule.CheckActor(actor); err != nil {
-		return nil, err
-	}
-	def, next, err := schedule.Prepare(d, s.opts.MaxBodyBytes, s.nowFor())
+	def, next, err := schedule.PrepareCreate(d, actor, s.opts.MaxBodyBytes, s.nowFor())
 	if err != nil {
 		return nil, err
 	}

@@ -22,41 +22,34 @@ const (
 	commitTran    = "COMMIT TRAN;"
 )
 
-// run is a schedule whose run is being started: its template, read from the
-// row the transaction locked.
-type run struct {
-	id, lastTask int64
-	name         string
-	task         queue.ScheduleTask
-}
-
-func scanRun(r *sql.Row, extra ...any) (run, error) {
+// scanRun reads a schedule row's runColumns, then the extra destinations.
+func scanRun(r *sql.Row, extra ...any) (schedule.Run, error) {
 	var (
-		x           run
+		x           schedule.Run
 		priority    int16
 		maxAttempts int32
 		group       sql.NullString
 		timeoutMS   int64
 	)
-	err := r.Scan(append([]any{&x.id, &x.name, &x.task.Queue, &x.task.Body, &priority, &group, &maxAttempts, &timeoutMS,
-		&x.task.Transactional, &x.lastTask}, extra...)...)
+	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
+		&x.Task.Transactional, &x.LastTaskID}, extra...)...)
 	p := int(priority)
-	x.task.Priority, x.task.Group, x.task.MaxAttempts = &p, group.String, int(maxAttempts)
-	x.task.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
+	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	return x, err
 }
 
 // startRun enqueues the run's task with the production enqueue batch inside
 // the session's open transaction, marks it as the schedule's (of fire time
 // fireAt; zero for a Run now) and makes it the latest run.
-func (s *Store) startRun(ctx context.Context, c *sql.Conn, r run, createdBy string, fireAt time.Time) (int64, error) {
-	t, err := r.task.NewTask(createdBy).Normalize(s.opts.MaxBodyBytes)
+func (s *Store) startRun(ctx context.Context, c *sql.Conn, r schedule.Run, createdBy string, fireAt time.Time) (int64, error) {
+	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
 	if err != nil {
-		return 0, fmt.Errorf("the task of schedule %s: %w", r.name, err)
+		return 0, err
 	}
 	args, err := enqueueArgs([]queue.NewTask{t})
 	if err != nil {
-		return 0, fmt.Errorf("the task of schedule %s: %w", r.name, err)
+		return 0, fmt.Errorf("the task of schedule %s: %w", r.Name, err)
 	}
 	var id int64
 	if err := c.QueryRowContext(ctx, enqueueBatch.text, args...).Scan(&id); err != nil {
@@ -67,8 +60,8 @@ func (s *Store) startRun(ctx context.Context, c *sql.Conn, r run, createdBy stri
 }
 
 // linkRunArgs binds linkRunBatch.
-func linkRunArgs(r run, taskID int64, fireAt time.Time) []any {
-	return []any{sql.Named("id", r.id), sql.Named("name", r.name), sql.Named("task_id", taskID), sql.Named("fire_at", typedTime(fireAt))}
+func linkRunArgs(r schedule.Run, taskID int64, fireAt time.Time) []any {
+	return []any{sql.Named("id", r.ID), sql.Named("name", r.Name), sql.Named("task_id", taskID), sql.Named("fire_at", typedTime(fireAt))}
 }
 
 // RunSchedule implements queue.Store.
@@ -90,7 +83,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 			case err != nil:
 				return err
 			case skip:
-				out = queue.Enqueued{ID: r.lastTask, Duplicate: true}
+				out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			default:
 				id, err := s.startRun(ctx, c, r, actor, time.Time{})
 				if err != nil {
@@ -180,15 +173,9 @@ func (s *Store) FireSchedule(ctx context.Context, f queue.ScheduleFire) (queue.F
 			case err != nil:
 				return err
 			default:
-				out = queue.Fired{Won: true, Outcome: queue.FireOutcome(outcome)}
-				switch out.Outcome {
-				case queue.FireEnqueued:
-					out.Queue = r.task.Queue
-					if out.TaskID, err = s.startRun(ctx, c, r, queue.ScheduleCreatedBy(r.name), f.FireAt); err != nil {
-						return err
-					}
-				case queue.FireSkippedOverlap:
-					out.TaskID = r.lastTask
+				out, err = r.Fired(queue.FireOutcome(outcome), func(by string) (int64, error) { return s.startRun(ctx, c, r, by, f.FireAt) })
+				if err != nil {
+					return err
 				}
 			}
 			_, err = c.ExecContext(ctx, commitTran)

@@ -55,10 +55,7 @@ func createScheduleArgs(d queue.ScheduleDef, next time.Time, actor string) []any
 
 // CreateSchedule implements queue.Store.
 func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
-	if err := schedule.CheckActor(actor); err != nil {
-		return nil, err
-	}
-	def, next, err := schedule.Prepare(d, s.opts.MaxBodyBytes, time.Now())
+	def, next, err := schedule.PrepareCreate(d, actor, s.opts.MaxBodyBytes, time.Now())
 	if err != nil {
 		return nil, err
 	}

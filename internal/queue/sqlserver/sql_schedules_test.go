@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/schedule"
 )
 
 // scheduleBoundQueries are the schedule batches with the arguments their Go
@@ -17,7 +18,7 @@ func scheduleBoundQueries(t *testing.T) []boundQuery {
 		Misfire: queue.MisfireRunOnce, Task: queue.ScheduleTask{Queue: "maint", Body: "SELECT 1", Priority: &prio, MaxAttempts: 3}}
 	cur := &queue.Schedule{ScheduleDef: def, ID: 7, Version: 3}
 	paused := true
-	r := run{id: 7, name: "nightly"}
+	r := schedule.Run{ID: 7, Name: "nightly"}
 	return []boundQuery{
 		{schedulesQuery, []any{sql.Named("name", typedString(""))}},
 		{createScheduleBatch, createScheduleArgs(def, time.Now(), "ann")},
