@@ -12,7 +12,7 @@ import (
 
 // Prepare checks a schedule's definition and returns it with its defaults
 // filled in (time zone UTC, overlap skip, misfire run once, the task's
-// defaults), and its first fire time after now (zero when paused). maxBody is
+// defaults; the cron expression trimmed), and its first fire time after now (zero when paused). maxBody is
 // the store's body limit (0: queue.DefaultMaxBodyBytes). The error is a
 // *queue.ValidationError naming the field; a store writes nothing then.
 func Prepare(d queue.ScheduleDef, maxBody int, now time.Time) (queue.ScheduleDef, time.Time, error) {
@@ -20,6 +20,7 @@ func Prepare(d queue.ScheduleDef, maxBody int, now time.Time) (queue.ScheduleDef
 	if err := queue.CheckScheduleName("name", d.Name); err != nil {
 		return fail(err)
 	}
+	d.Cron = strings.TrimSpace(d.Cron)
 	spec, err := Parse(d.Cron, d.TimeZone)
 	if err != nil {
 		return fail(err)
