@@ -9,6 +9,8 @@ require (
 	github.com/stretchr/testify v1.12.1
 )
 
+require github.com/robfig/cron/v3 v3.0.1
+
 require (
 	github.com/a-h/templ v0.3.977
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -9,6 +9,8 @@ import (
 var (
 	// ErrNotFound: no task (or queue, group) with that id or name.
 	ErrNotFound = errors.New("queue: not found")
+	// ErrExists: a schedule (or other named object) of that name exists already.
+	ErrExists = errors.New("queue: already exists")
 	// ErrLeaseLost: the caller's lease on the task is no longer the current one
 	// (it expired and was reclaimed, or the task was finished by someone else).
 	// Nothing was changed.

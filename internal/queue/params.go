@@ -80,12 +80,14 @@ type TxResult struct {
 
 // ListParams filters Store.List. Empty fields do not filter.
 type ListParams struct {
-	State  State
-	Queue  string
-	Group  string
-	Chain  string
-	Before int64 // keyset cursor: only ids below this; 0 starts at the newest
-	Limit  int   // 1–1000; 0 means 50
+	State State
+	Queue string
+	Group string
+	Chain string
+	// Schedule: only tasks created by this schedule.
+	Schedule string
+	Before   int64 // keyset cursor: only ids below this; 0 starts at the newest
+	Limit    int   // 1–1000; 0 means 50
 }
 
 // QueueUpdate changes queue settings; nil fields are left as they are.

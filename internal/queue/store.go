@@ -17,6 +17,7 @@ type Store interface {
 	QueueStore
 	NodeStore
 	LogStore
+	ScheduleStore
 	Listener
 	Holder
 }
@@ -145,6 +146,40 @@ type LogStore interface {
 	// PurgeRollups deletes throughput buckets older than their span keeps
 	// them at now (minutes: RollupMinutesKept, hours: RollupHoursKept).
 	PurgeRollups(ctx context.Context, now time.Time) (int64, error)
+}
+
+// ScheduleStore keeps schedules (docs/SCHEDULES.md) and makes their fires:
+// each fire time of a schedule creates at most one task, cluster-wide, however
+// many schedulers race for it. Definitions are validated with the schedule
+// package's rules (cron, time zone, task template) before anything is written;
+// every operator's change is audited.
+type ScheduleStore interface {
+	// CreateSchedule stores a new schedule, due at its first fire time after
+	// now. A taken name gives ErrExists.
+	CreateSchedule(ctx context.Context, d ScheduleDef, actor string) (*Schedule, error)
+	// GetSchedule returns one schedule with its latest run; ErrNotFound if none.
+	GetSchedule(ctx context.Context, name string) (*Schedule, error)
+	// Schedules lists every schedule by name, each with its latest run.
+	Schedules(ctx context.Context) ([]Schedule, error)
+	// UpdateSchedule changes a schedule (pause and resume too). A change of
+	// when it fires (cron, time zone, resume) makes it due at its first fire
+	// time after now; a pause makes it due never.
+	UpdateSchedule(ctx context.Context, name string, u ScheduleUpdate) (*Schedule, error)
+	// DeleteSchedule removes a schedule; its tasks stay. ErrNotFound if none.
+	DeleteSchedule(ctx context.Context, name, actor string) error
+	// RunSchedule enqueues a run of the schedule now, outside its fire times
+	// and whether paused or not. With OverlapSkip while the latest run is
+	// unfinished it creates nothing and returns that run (Duplicate).
+	RunSchedule(ctx context.Context, name, actor string) (Enqueued, error)
+	// DueSchedules returns up to limit schedules due at at (zero: now by the
+	// database's clock), soonest first, without locking anything.
+	DueSchedules(ctx context.Context, at time.Time, limit int) (DueSchedules, error)
+	// FireSchedule makes the fire f planned, in one transaction, only if the
+	// schedule is still at f.Version: it moves the schedule to f.Next and
+	// creates the fire's task, unless f skips the missed fire times or the
+	// overlap policy skips it. A firer never waits for another: a schedule
+	// another transaction holds is left to it (Won false).
+	FireSchedule(ctx context.Context, f ScheduleFire) (Fired, error)
 }
 
 // Listener delivers other nodes' enqueues where the database can push them

@@ -85,6 +85,10 @@ type Task struct {
 	FinishedAt        time.Time // zero until the task is finished
 	LastError         string
 	UniqueKey         string // "" when the task has none
+	// Schedule is the schedule that created the task ("" when none), and
+	// FireAt the fire time it is the run of (zero for a Run now).
+	Schedule string
+	FireAt   time.Time
 
 	// Why says, for a pending task that cannot be claimed now, what it waits for.
 	// Only Store.Get fills it.

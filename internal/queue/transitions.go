@@ -154,6 +154,11 @@ func CheckList(p ListParams) (int, error) {
 	if p.State != "" && !p.State.Valid() {
 		return 0, &ValidationError{Field: "state", Reason: fmt.Sprintf("%q is not one of pending, running, succeeded, failed, cancelled", p.State)}
 	}
+	if p.Schedule != "" {
+		if err := CheckScheduleName("schedule", p.Schedule); err != nil {
+			return 0, err
+		}
+	}
 	switch {
 	case p.Limit == 0:
 		return 50, nil

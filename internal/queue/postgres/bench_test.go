@@ -8,3 +8,5 @@ import (
 )
 
 func BenchmarkHotPath(b *testing.B) { queuetest.BenchmarkHotPath(b, testenv.Postgres) }
+
+func BenchmarkSchedules(b *testing.B) { queuetest.BenchmarkSchedules(b, testenv.Postgres) }

@@ -78,6 +78,9 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 	if p.Chain != "" {
 		add("chain = $%d", p.Chain)
 	}
+	if p.Schedule != "" {
+		add("schedule_name = $%d", p.Schedule)
+	}
 	if p.Before > 0 {
 		add("id < $%d", p.Before)
 	}

@@ -56,6 +56,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"nodes", nodeTests},
 		{"logs", logTests},
 		{"rollups", rollupTests},
+		{"schedules", scheduleTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

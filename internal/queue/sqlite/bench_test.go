@@ -8,3 +8,5 @@ import (
 )
 
 func BenchmarkHotPath(b *testing.B) { queuetest.BenchmarkHotPath(b, testenv.SQLite) }
+
+func BenchmarkSchedules(b *testing.B) { queuetest.BenchmarkSchedules(b, testenv.SQLite) }

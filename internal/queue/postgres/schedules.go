@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"readpast/internal/queue"
+	"readpast/internal/schedule"
+)
+
+// Schedules' definitions (docs/SCHEDULES.md).
+
+// scheduleSelect reads a schedule with its latest run: one task, looked up by
+// its key for each schedule (LATERAL), never a join that could read the whole
+// history.
+const scheduleSelect = `SELECT s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
+	s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version, s.next_fire_at,
+	s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id, t.state, t.finished_at,
+	s.created_at, s.created_by, s.updated_at, s.updated_by
+	FROM readpast_schedules s
+	LEFT JOIN LATERAL (SELECT state, finished_at FROM readpast_tasks WHERE id = s.last_task_id) t ON true`
+
+func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
+	var (
+		x                         queue.Schedule
+		priority                  int
+		group, outcome, lastState *string
+		timeoutMS                 int64
+		next, lastFire, lastEnded *time.Time
+		lastTask                  *int64
+		overlap, misfire          string
+		createdAt, updatedAt      time.Time
+	)
+	err := row.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
+		&x.Task.MaxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &overlap, &misfire, &x.Version, &next,
+		&lastFire, &outcome, &x.LastFireMissed, &lastTask, &lastState, &lastEnded,
+		&createdAt, &x.CreatedBy, &updatedAt, &x.UpdatedBy)
+	if err != nil {
+		return nil, err
+	}
+	x.Task.Priority, x.Task.Group, x.Task.Timeout = &priority, str(group), time.Duration(timeoutMS)*time.Millisecond
+	x.Overlap, x.Misfire = queue.Overlap(overlap), queue.Misfire(misfire)
+	x.NextFireAt, x.LastFireAt, x.LastFireOutcome = utc(next), utc(lastFire), queue.FireOutcome(str(outcome))
+	x.LastTaskState, x.LastTaskFinishedAt = queue.State(str(lastState)), utc(lastEnded)
+	if lastTask != nil {
+		x.LastTaskID = *lastTask
+	}
+	x.CreatedAt, x.UpdatedAt = createdAt.UTC(), updatedAt.UTC()
+	return &x, nil
+}
+
+// defArgs binds a definition's columns as $1 … $13: cron, time_zone, queue,
+// body, priority, group_name, max_attempts, timeout_ms, transactional, paused,
+// overlap, misfire, next_fire_at.
+func defArgs(d queue.ScheduleDef, next time.Time) []any {
+	var group *string
+	if d.Task.Group != "" {
+		group = &d.Task.Group
+	}
+	return []any{d.Cron, d.TimeZone, d.Task.Queue, d.Task.Body, int16(*d.Task.Priority), group, int32(d.Task.MaxAttempts),
+		d.Task.Timeout.Milliseconds(), d.Task.Transactional, d.Paused, string(d.Overlap), string(d.Misfire), nullTime(next)}
+}
+
+// CreateSchedule implements queue.Store: one statement inserts the schedule
+// and its audit row.
+func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
+	def, next, err := schedule.PrepareCreate(d, actor, s.opts.MaxBodyBytes, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	err = s.exec(ctx, `WITH s AS (
+			INSERT INTO readpast_schedules (cron, time_zone, queue, body, priority, group_name, max_attempts, timeout_ms,
+				transactional, paused, overlap, misfire, next_fire_at, name, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
+			RETURNING name)
+		INSERT INTO readpast_audit (actor, action, target, detail)
+		SELECT $15, 'create_schedule', 'schedule ' || s.name, $16 FROM s`,
+		append(defArgs(def, next), def.Name, actor, def.Describe())...)
+	switch {
+	case isUniqueViolation(err):
+		return nil, fmt.Errorf("postgres: creating schedule %s: a schedule of that name exists: %w", def.Name, queue.ErrExists)
+	case err != nil:
+		return nil, wrap(err, "creating schedule %s", def.Name)
+	}
+	return s.GetSchedule(ctx, def.Name)
+}
+
+// GetSchedule implements queue.Store.
+func (s *Store) GetSchedule(ctx context.Context, name string) (*queue.Schedule, error) {
+	x, err := scanSchedule(s.pool.QueryRow(ctx, scheduleSelect+` WHERE s.name = $1`, name))
+	switch {
+	case isNoRows(err):
+		return nil, fmt.Errorf("postgres: schedule %s: %w", name, queue.ErrNotFound)
+	case err != nil:
+		return nil, wrap(err, "reading schedule %s", name)
+	}
+	return x, nil
+}
+
+// Schedules implements queue.Store.
+func (s *Store) Schedules(ctx context.Context) ([]queue.Schedule, error) {
+	rows, err := s.pool.Query(ctx, scheduleSelect+` ORDER BY s.name`)
+	if err != nil {
+		return nil, wrap(err, "listing schedules")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Schedule, error) {
+		x, err := scanSchedule(r)
+		if err != nil {
+			return queue.Schedule{}, err
+		}
+		return *x, nil
+	})
+	return out, wrap(err, "listing schedules")
+}
+
+// UpdateSchedule implements queue.Store.
+func (s *Store) UpdateSchedule(ctx context.Context, name string, u queue.ScheduleUpdate) (*queue.Schedule, error) {
+	return schedule.Update(ctx, name, u, s.opts.MaxBodyBytes, time.Now, s.GetSchedule, s.replaceSchedule)
+}
+
+// replaceSchedule is UpdateSchedule's write (schedule.Replace): the update,
+// only at the version read, and its audit row in one statement. It waits for
+// a fire that holds the row, then finds the version gone and reads again.
+func (s *Store) replaceSchedule(ctx context.Context, cur *queue.Schedule, def queue.ScheduleDef, next time.Time, u queue.ScheduleUpdate) (bool, error) {
+	tag, err := s.execTag(ctx, `WITH s AS (
+			UPDATE readpast_schedules SET cron = $1, time_zone = $2, queue = $3, body = $4, priority = $5,
+				group_name = $6, max_attempts = $7, timeout_ms = $8, transactional = $9, paused = $10, overlap = $11,
+				misfire = $12, next_fire_at = $13, version = version + 1, updated_at = now(), updated_by = $14
+			 WHERE id = $15 AND version = $16
+			RETURNING name)
+		INSERT INTO readpast_audit (actor, action, target, detail)
+		SELECT $14, $17, 'schedule ' || s.name, $18 FROM s`,
+		append(defArgs(def, next), u.Actor, cur.ID, cur.Version, u.Action(), u.Describe())...)
+	if err != nil {
+		return false, wrap(err, "updating schedule %s", cur.Name)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// DeleteSchedule implements queue.Store.
+func (s *Store) DeleteSchedule(ctx context.Context, name, actor string) error {
+	if err := schedule.CheckActor(actor); err != nil {
+		return err
+	}
+	tag, err := s.execTag(ctx, `WITH s AS (DELETE FROM readpast_schedules WHERE name = $1 RETURNING name)
+		INSERT INTO readpast_audit (actor, action, target, detail)
+		SELECT $2, 'delete_schedule', 'schedule ' || s.name, '' FROM s`, name, actor)
+	switch {
+	case err != nil:
+		return wrap(err, "deleting schedule %s", name)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("postgres: deleting schedule %s: %w", name, queue.ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"readpast/internal/queue"
+	"readpast/internal/schedule"
+)
+
+// Runs of schedules: Run now, the due schedules, and fires (batches in
+// sql_schedules.go). A fire or a Run now is one transaction on one session:
+// BEGIN TRAN, the schedule's batch, the production enqueue batch (its own
+// BEGIN and COMMIT only nest, as in Hold), the link of the task to the
+// schedule, COMMIT. On any error write rolls the session back.
+
+const (
+	beginTranXact = "SET XACT_ABORT ON;\nBEGIN TRAN;"
+	commitTran    = "COMMIT TRAN;"
+)
+
+// scanRun reads a schedule row's runColumns, then the extra destinations.
+func scanRun(r *sql.Row, extra ...any) (schedule.Run, error) {
+	var (
+		x           schedule.Run
+		priority    int16
+		maxAttempts int32
+		group       sql.NullString
+		timeoutMS   int64
+	)
+	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
+		&x.Task.Transactional, &x.LastTaskID}, extra...)...)
+	p := int(priority)
+	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
+	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	return x, err
+}
+
+// startRun enqueues the run's task with the production enqueue batch inside
+// the session's open transaction, marks it as the schedule's (of fire time
+// fireAt; zero for a Run now) and makes it the latest run.
+func (s *Store) startRun(ctx context.Context, c *sql.Conn, r schedule.Run, createdBy string, fireAt time.Time) (int64, error) {
+	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
+	if err != nil {
+		return 0, err
+	}
+	args, err := enqueueArgs([]queue.NewTask{t})
+	if err != nil {
+		return 0, fmt.Errorf("the task of schedule %s: %w", r.Name, err)
+	}
+	var id int64
+	if err := c.QueryRowContext(ctx, enqueueBatch.text, args...).Scan(&id); err != nil {
+		return 0, err
+	}
+	_, err = c.ExecContext(ctx, linkRunBatch.text, linkRunArgs(r, id, fireAt)...)
+	return id, err
+}
+
+// linkRunArgs binds linkRunBatch.
+func linkRunArgs(r schedule.Run, taskID int64, fireAt time.Time) []any {
+	return []any{sql.Named("id", r.ID), sql.Named("name", r.Name), sql.Named("task_id", taskID), sql.Named("fire_at", typedTime(fireAt))}
+}
+
+// RunSchedule implements queue.Store.
+func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+	if err := schedule.CheckActor(actor); err != nil {
+		return queue.Enqueued{}, err
+	}
+	var out queue.Enqueued
+	err := retryDeadlock(ctx, func() error {
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			if _, err := c.ExecContext(ctx, beginTranXact); err != nil {
+				return err
+			}
+			var skip bool
+			r, err := scanRun(c.QueryRowContext(ctx, runLockQuery.text, sql.Named("name", name)), &skip)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return queue.ErrNotFound
+			case err != nil:
+				return err
+			case skip:
+				out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
+			default:
+				id, err := s.startRun(ctx, c, r, actor, time.Time{})
+				if err != nil {
+					return err
+				}
+				out = queue.Enqueued{ID: id}
+				if _, err := c.ExecContext(ctx, runAuditBatch.text, runAuditArgs(actor, name, id)...); err != nil {
+					return err
+				}
+			}
+			_, err = c.ExecContext(ctx, commitTran)
+			return err
+		})
+	})
+	if err != nil {
+		return queue.Enqueued{}, wrap("running schedule "+name, err)
+	}
+	return out, nil
+}
+
+// runAuditArgs binds runAuditBatch.
+func runAuditArgs(actor, name string, taskID int64) []any {
+	return []any{sql.Named("actor", actor), sql.Named("name", name), sql.Named("task_id", taskID)}
+}
+
+// dueArgs binds dueSchedulesQuery.
+func dueArgs(at time.Time, limit int) []any {
+	return []any{sql.Named("at", typedTime(at)), sql.Named("limit", int32(limit))}
+}
+
+// DueSchedules implements queue.Store.
+func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
+	if err := queue.CheckDueLimit(limit); err != nil {
+		return queue.DueSchedules{}, err
+	}
+	var out queue.DueSchedules
+	rows, err := queryAll(ctx, s.db, dueSchedulesQuery.text, dueArgs(at, limit), func(r *sql.Rows) (queue.DueSchedule, error) {
+		var (
+			d                         queue.DueSchedule
+			nextAfter, due, last      sql.NullTime
+			id, version               sql.NullInt64
+			name, cron, zone, misfire sql.NullString
+		)
+		err := r.Scan(&out.Now, &nextAfter, &id, &name, &cron, &zone, &misfire, &version, &due, &last)
+		out.Now, out.Next = out.Now.UTC(), utc(nextAfter)
+		d.ID, d.Name, d.Cron, d.TimeZone, d.Misfire, d.Version = id.Int64, name.String, cron.String, zone.String, queue.Misfire(misfire.String), version.Int64
+		d.NextFireAt, d.LastFireAt = utc(due), utc(last)
+		return d, err
+	})
+	if err != nil {
+		return queue.DueSchedules{}, wrap("reading due schedules", err)
+	}
+	for _, d := range rows {
+		if d.ID != 0 { // the row of the time alone has none
+			out.Due = append(out.Due, d)
+		}
+	}
+	return out, nil
+}
+
+// fireArgs binds fireBatch.
+func fireArgs(f queue.ScheduleFire) []any {
+	return []any{
+		sql.Named("id", f.ID),
+		sql.Named("version", f.Version),
+		sql.Named("fire_at", typedTime(f.FireAt)),
+		sql.Named("missed", int32(f.Missed)),
+		sql.Named("skip_missed", f.SkipMissed),
+		sql.Named("next", typedTime(f.Next)),
+	}
+}
+
+// FireSchedule implements queue.Store.
+func (s *Store) FireSchedule(ctx context.Context, f queue.ScheduleFire) (queue.Fired, error) {
+	var out queue.Fired
+	err := retryDeadlock(ctx, func() error {
+		out = queue.Fired{}
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			if _, err := c.ExecContext(ctx, beginTranXact); err != nil {
+				return err
+			}
+			var outcome string
+			r, err := scanRun(c.QueryRowContext(ctx, fireBatch.text, fireArgs(f)...), &outcome)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				// fired by another scheduler, held by one now, or changed since it was read
+			case err != nil:
+				return err
+			default:
+				out, err = r.Fired(queue.FireOutcome(outcome), func(by string) (int64, error) { return s.startRun(ctx, c, r, by, f.FireAt) })
+				if err != nil {
+					return err
+				}
+			}
+			_, err = c.ExecContext(ctx, commitTran)
+			return err
+		})
+	})
+	if err != nil {
+		return queue.Fired{}, wrap("firing schedule "+f.Name, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,165 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/golang-sql/civil"
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"readpast/internal/queue"
+	"readpast/internal/schedule"
+)
+
+// Schedules' definitions (docs/SCHEDULES.md); the batches and their locks
+// are in sql_schedules.go.
+
+// errUniqueConstraint is "Violation of UNIQUE KEY constraint": a taken name.
+const errUniqueConstraint = 2627
+
+// typedTime binds a nullable datetime2 in UTC: NULL for the zero time, still
+// typed (an untyped nil would reach the server as a NULL of no type).
+func typedTime(t time.Time) mssql.NullDateTime {
+	return mssql.NullDateTime{DateTime: civil.DateTimeOf(t.UTC()), Valid: !t.IsZero()}
+}
+
+// typedString binds a nullable nvarchar: NULL for "".
+func typedString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// scheduleDefArgs binds defParams.
+func scheduleDefArgs(d queue.ScheduleDef, next time.Time) []any {
+	return []any{
+		sql.Named("cron", d.Cron),
+		sql.Named("time_zone", d.TimeZone),
+		sql.Named("queue", d.Task.Queue),
+		sql.Named("body", maxText(d.Task.Body)),
+		sql.Named("priority", int16(*d.Task.Priority)),
+		sql.Named("group_name", typedString(d.Task.Group)),
+		sql.Named("max_attempts", int32(d.Task.MaxAttempts)),
+		sql.Named("timeout_ms", d.Task.Timeout.Milliseconds()),
+		sql.Named("transactional", d.Task.Transactional),
+		sql.Named("paused", d.Paused),
+		sql.Named("overlap", varchar(string(d.Overlap))),
+		sql.Named("misfire", varchar(string(d.Misfire))),
+		sql.Named("next_fire_at", typedTime(next)),
+	}
+}
+
+// createScheduleArgs binds createScheduleBatch.
+func createScheduleArgs(d queue.ScheduleDef, next time.Time, actor string) []any {
+	return append(scheduleDefArgs(d, next), sql.Named("name", d.Name), sql.Named("actor", actor),
+		sql.Named("detail", maxText(d.Describe())))
+}
+
+// CreateSchedule implements queue.Store.
+func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
+	def, next, err := schedule.PrepareCreate(d, actor, s.opts.MaxBodyBytes, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	err = retryDeadlock(ctx, func() error { return s.exec(ctx, createScheduleBatch.text, createScheduleArgs(def, next, actor)...) })
+	switch {
+	case hasErrorNumber(err, errUniqueConstraint):
+		return nil, fmt.Errorf("sqlserver: creating schedule %s: a schedule of that name exists: %w", def.Name, queue.ErrExists)
+	case err != nil:
+		return nil, wrap("creating schedule "+def.Name, err)
+	}
+	return s.GetSchedule(ctx, def.Name)
+}
+
+// GetSchedule implements queue.Store.
+func (s *Store) GetSchedule(ctx context.Context, name string) (*queue.Schedule, error) {
+	out, err := s.schedules(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("sqlserver: schedule %s: %w", name, queue.ErrNotFound)
+	}
+	return &out[0], nil
+}
+
+// Schedules implements queue.Store.
+func (s *Store) Schedules(ctx context.Context) ([]queue.Schedule, error) { return s.schedules(ctx, "") }
+
+// schedules reads every schedule, or the one named.
+func (s *Store) schedules(ctx context.Context, name string) ([]queue.Schedule, error) {
+	out, err := queryAll(ctx, s.db, schedulesQuery.text, []any{sql.Named("name", typedString(name))}, scanSchedule)
+	if err != nil {
+		return nil, wrap("reading schedules", err)
+	}
+	return out, nil
+}
+
+func scanSchedule(r *sql.Rows) (queue.Schedule, error) {
+	var (
+		x                         queue.Schedule
+		priority                  int16
+		maxAttempts, missed       int32
+		group, outcome, lastState sql.NullString
+		overlap, misfire          string
+		next, lastFire, lastEnded sql.NullTime
+		lastTask                  sql.NullInt64
+		timeoutMS                 int64
+	)
+	err := r.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
+		&maxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &overlap, &misfire, &x.Version,
+		&next, &lastFire, &outcome, &missed, &lastTask, &lastState, &lastEnded,
+		&x.CreatedAt, &x.CreatedBy, &x.UpdatedAt, &x.UpdatedBy)
+	p := int(priority)
+	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
+	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	x.Overlap, x.Misfire = queue.Overlap(overlap), queue.Misfire(misfire)
+	x.NextFireAt, x.LastFireAt, x.LastFireOutcome, x.LastFireMissed = utc(next), utc(lastFire), queue.FireOutcome(outcome.String), int(missed)
+	x.LastTaskID, x.LastTaskState, x.LastTaskFinishedAt = lastTask.Int64, queue.State(lastState.String), utc(lastEnded)
+	x.CreatedAt, x.UpdatedAt = x.CreatedAt.UTC(), x.UpdatedAt.UTC()
+	return x, err
+}
+
+// UpdateSchedule implements queue.Store.
+func (s *Store) UpdateSchedule(ctx context.Context, name string, u queue.ScheduleUpdate) (*queue.Schedule, error) {
+	return schedule.Update(ctx, name, u, s.opts.MaxBodyBytes, time.Now, s.GetSchedule, s.replaceSchedule)
+}
+
+// replaceScheduleArgs binds replaceScheduleBatch.
+func replaceScheduleArgs(cur *queue.Schedule, def queue.ScheduleDef, next time.Time, u queue.ScheduleUpdate) []any {
+	return append(scheduleDefArgs(def, next), sql.Named("id", cur.ID), sql.Named("version", cur.Version),
+		sql.Named("name", cur.Name), sql.Named("actor", u.Actor), sql.Named("action", u.Action()),
+		sql.Named("detail", maxText(u.Describe())))
+}
+
+// replaceSchedule is UpdateSchedule's write (schedule.Replace).
+func (s *Store) replaceSchedule(ctx context.Context, cur *queue.Schedule, def queue.ScheduleDef, next time.Time, u queue.ScheduleUpdate) (bool, error) {
+	var changed int
+	err := retryDeadlock(ctx, func() error {
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, replaceScheduleBatch.text, replaceScheduleArgs(cur, def, next, u)...).Scan(&changed)
+		})
+	})
+	if err != nil {
+		return false, wrap("updating schedule "+cur.Name, err)
+	}
+	return changed == 1, nil
+}
+
+// DeleteSchedule implements queue.Store.
+func (s *Store) DeleteSchedule(ctx context.Context, name, actor string) error {
+	if err := schedule.CheckActor(actor); err != nil {
+		return err
+	}
+	var deleted int
+	err := retryDeadlock(ctx, func() error {
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, deleteScheduleBatch.text, sql.Named("name", name), sql.Named("actor", actor)).Scan(&deleted)
+		})
+	})
+	switch {
+	case err != nil:
+		return wrap("deleting schedule "+name, err)
+	case deleted == 0:
+		return fmt.Errorf("sqlserver: deleting schedule %s: %w", name, queue.ErrNotFound)
+	}
+	return nil
+}
