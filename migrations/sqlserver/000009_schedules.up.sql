@@ -11,6 +11,13 @@
 --
 -- golang-migrate sends this file as one batch: the index on the columns added
 -- to readpast_tasks goes through sp_executesql, compiled after they exist.
+
+-- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
+-- the transaction back on any error, and a batch cut short leaves it open until
+-- the migration's session ends, which rolls it back (queue.MigrateUp).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+
 CREATE TABLE dbo.readpast_schedules (
     id                bigint IDENTITY(1,1) NOT NULL CONSTRAINT readpast_schedules_pk PRIMARY KEY CLUSTERED,
     name              nvarchar(64) NOT NULL CONSTRAINT readpast_schedules_name_uq UNIQUE,
@@ -44,7 +51,11 @@ CREATE TABLE dbo.readpast_schedules (
 CREATE INDEX readpast_schedules_due ON dbo.readpast_schedules (next_fire_at) WHERE next_fire_at IS NOT NULL;
 
 -- The tasks a schedule created, and the fire time each one is the run of.
-ALTER TABLE dbo.readpast_tasks ADD schedule_name nvarchar(64) NULL, fire_at datetime2(6) NULL;
+-- One column a statement: Babelfish refuses several in one ADD.
+ALTER TABLE dbo.readpast_tasks ADD schedule_name nvarchar(64) NULL;
+ALTER TABLE dbo.readpast_tasks ADD fire_at datetime2(6) NULL;
 
 EXEC sp_executesql N'CREATE INDEX readpast_tasks_schedule ON dbo.readpast_tasks (schedule_name, id)
     WHERE schedule_name IS NOT NULL;';
+
+COMMIT TRANSACTION;

@@ -15,7 +15,7 @@ const (
 	errDeadlockVictim = 1205 // "Transaction was deadlocked ... and has been chosen as the deadlock victim"
 	errInvalidObject  = 208  // "Invalid object name": usually an unmigrated database
 	errDuplicateKey   = 2601 // "Cannot insert duplicate key row in object … with unique index …"
-	errDuplicatePK    = 2627 // "Violation of PRIMARY KEY constraint …"
+	errDuplicatePK    = 2627 // "Violation of PRIMARY KEY (or UNIQUE KEY) constraint …"
 )
 
 // deadlockRetries is how many times a deadlock victim is run again.

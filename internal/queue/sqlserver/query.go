@@ -27,7 +27,7 @@ var taskColumnNames = []string{
 	"chain_wait", "continue_on_failure", "max_attempts", "timeout_ms", "transactional",
 	"state", "attempts", "lease_owner", "lease_token", "lease_expires_at", "session_id",
 	"cancel_requested", "created_at", "created_by", "started_at", "finished_at", "last_error",
-	"unique_key",
+	"unique_key", "schedule_name", "fire_at",
 }
 
 // taskTableColumns declares a table variable's columns for the task columns of
@@ -58,7 +58,9 @@ const taskTableColumns = `    id                  bigint        NOT NULL PRIMARY
     started_at          datetime2(6)  NULL,
     finished_at         datetime2(6)  NULL,
     last_error          nvarchar(max) NULL,
-    unique_key          nvarchar(128) NULL`
+    unique_key          nvarchar(128) NULL,
+    schedule_name       nvarchar(64)  NULL,
+    fire_at             datetime2(6)  NULL`
 
 // columns lists the task columns qualified by alias: "t.id, t.queue, ...".
 func columns(alias string) string {
@@ -81,7 +83,8 @@ func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
 	var (
 		t                                        queue.Task
 		group, chain, owner, session, lastErr    sql.NullString
-		uniqueKey                                sql.NullString
+		uniqueKey, scheduleName                  sql.NullString
+		fireAt                                   sql.NullTime
 		token                                    sql.NullInt64
 		leaseExpires, started, finished          sql.NullTime
 		priority, stage, maxAttempts, attempts   int64
@@ -95,7 +98,7 @@ func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
 		&chainWait, &cof, &maxAttempts, &timeoutMS, &transactional,
 		&state, &attempts, &owner, &token, &leaseExpires, &session,
 		&cancelReq, &createdAt, &t.CreatedBy, &started, &finished, &lastErr,
-		&uniqueKey,
+		&uniqueKey, &scheduleName, &fireAt,
 	}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
@@ -122,6 +125,8 @@ func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
 	t.FinishedAt = utc(finished)
 	t.LastError = lastErr.String
 	t.UniqueKey = uniqueKey.String
+	t.Schedule = scheduleName.String
+	t.FireAt = utc(fireAt)
 	return &t, nil
 }
 

@@ -92,6 +92,7 @@ func listArgs(p queue.ListParams) ([]any, error) {
 		sql.Named("queue", nullString(p.Queue)),
 		sql.Named("group", nullString(p.Group)),
 		sql.Named("chain", nullString(p.Chain)),
+		sql.Named("schedule", nullString(p.Schedule)),
 		sql.Named("before", max(p.Before, 0)),
 	}, nil
 }

@@ -51,8 +51,11 @@ func (s *Store) startRun(ctx context.Context, c *sql.Conn, r schedule.Run, creat
 	if err != nil {
 		return 0, fmt.Errorf("the task of schedule %s: %w", r.Name, err)
 	}
-	var id int64
-	if err := c.QueryRowContext(ctx, enqueueBatch.text, args...).Scan(&id); err != nil {
+	var (
+		id  int64
+		dup bool // a schedule's task has no unique key: never a duplicate
+	)
+	if err := c.QueryRowContext(ctx, enqueueBatch.text, args...).Scan(&id, &dup); err != nil {
 		return 0, err
 	}
 	_, err = c.ExecContext(ctx, linkRunBatch.text, linkRunArgs(r, id, fireAt)...)
@@ -61,7 +64,7 @@ func (s *Store) startRun(ctx context.Context, c *sql.Conn, r schedule.Run, creat
 
 // linkRunArgs binds linkRunBatch.
 func linkRunArgs(r schedule.Run, taskID int64, fireAt time.Time) []any {
-	return []any{sql.Named("id", r.ID), sql.Named("name", r.Name), sql.Named("task_id", taskID), sql.Named("fire_at", typedTime(fireAt))}
+	return []any{sql.Named("id", r.ID), sql.Named("name", r.Name), sql.Named("task_id", taskID), sql.Named("fire_at", datetime2(fireAt))}
 }
 
 // RunSchedule implements queue.Store.
@@ -111,7 +114,7 @@ func runAuditArgs(actor, name string, taskID int64) []any {
 
 // dueArgs binds dueSchedulesQuery.
 func dueArgs(at time.Time, limit int) []any {
-	return []any{sql.Named("at", typedTime(at)), sql.Named("limit", int32(limit))}
+	return []any{sql.Named("at", datetime2(at)), sql.Named("limit", int32(limit))}
 }
 
 // DueSchedules implements queue.Store.
@@ -149,10 +152,10 @@ func fireArgs(f queue.ScheduleFire) []any {
 	return []any{
 		sql.Named("id", f.ID),
 		sql.Named("version", f.Version),
-		sql.Named("fire_at", typedTime(f.FireAt)),
+		sql.Named("fire_at", datetime2(f.FireAt)),
 		sql.Named("missed", int32(f.Missed)),
 		sql.Named("skip_missed", f.SkipMissed),
-		sql.Named("next", typedTime(f.Next)),
+		sql.Named("next", datetime2(f.Next)),
 	}
 }
 

@@ -6,27 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/golang-sql/civil"
-	mssql "github.com/microsoft/go-mssqldb"
-
 	"readpast/internal/queue"
 	"readpast/internal/schedule"
 )
 
 // Schedules' definitions (docs/SCHEDULES.md); the batches and their locks
 // are in sql_schedules.go.
-
-// errUniqueConstraint is "Violation of UNIQUE KEY constraint": a taken name.
-const errUniqueConstraint = 2627
-
-// typedTime binds a nullable datetime2 in UTC: NULL for the zero time, still
-// typed (an untyped nil would reach the server as a NULL of no type).
-func typedTime(t time.Time) mssql.NullDateTime {
-	return mssql.NullDateTime{DateTime: civil.DateTimeOf(t.UTC()), Valid: !t.IsZero()}
-}
-
-// typedString binds a nullable nvarchar: NULL for "".
-func typedString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // scheduleDefArgs binds defParams.
 func scheduleDefArgs(d queue.ScheduleDef, next time.Time) []any {
@@ -36,14 +21,14 @@ func scheduleDefArgs(d queue.ScheduleDef, next time.Time) []any {
 		sql.Named("queue", d.Task.Queue),
 		sql.Named("body", maxText(d.Task.Body)),
 		sql.Named("priority", int16(*d.Task.Priority)),
-		sql.Named("group_name", typedString(d.Task.Group)),
+		sql.Named("group_name", nullString(d.Task.Group)),
 		sql.Named("max_attempts", int32(d.Task.MaxAttempts)),
 		sql.Named("timeout_ms", d.Task.Timeout.Milliseconds()),
 		sql.Named("transactional", d.Task.Transactional),
 		sql.Named("paused", d.Paused),
 		sql.Named("overlap", varchar(string(d.Overlap))),
 		sql.Named("misfire", varchar(string(d.Misfire))),
-		sql.Named("next_fire_at", typedTime(next)),
+		sql.Named("next_fire_at", datetime2(next)),
 	}
 }
 
@@ -61,7 +46,7 @@ func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor s
 	}
 	err = retryDeadlock(ctx, func() error { return s.exec(ctx, createScheduleBatch.text, createScheduleArgs(def, next, actor)...) })
 	switch {
-	case hasErrorNumber(err, errUniqueConstraint):
+	case hasErrorNumber(err, errDuplicatePK):
 		return nil, fmt.Errorf("sqlserver: creating schedule %s: a schedule of that name exists: %w", def.Name, queue.ErrExists)
 	case err != nil:
 		return nil, wrap("creating schedule "+def.Name, err)
@@ -86,7 +71,7 @@ func (s *Store) Schedules(ctx context.Context) ([]queue.Schedule, error) { retur
 
 // schedules reads every schedule, or the one named.
 func (s *Store) schedules(ctx context.Context, name string) ([]queue.Schedule, error) {
-	out, err := queryAll(ctx, s.db, schedulesQuery.text, []any{sql.Named("name", typedString(name))}, scanSchedule)
+	out, err := queryAll(ctx, s.db, schedulesQuery.text, []any{sql.Named("name", nullString(name))}, scanSchedule)
 	if err != nil {
 		return nil, wrap("reading schedules", err)
 	}

@@ -58,11 +58,12 @@ WHERE (@state IS NULL OR t.state = @state)
   AND (@queue IS NULL OR t.queue = @queue)
   AND (@group IS NULL OR t.group_name = @group)
   AND (@chain IS NULL OR t.chain = @chain)
+  AND (@schedule IS NULL OR t.schedule_name = @schedule)
   AND (@before = 0 OR t.id < @before)
 ORDER BY t.id DESC
 OPTION (RECOMPILE);
 `,
-	params: []string{"limit", "state", "queue", "group", "chain", "before"},
+	params: []string{"limit", "state", "queue", "group", "chain", "schedule", "before"},
 }
 
 // queuesQuery lists queues (all, or the one named by @name) with their task

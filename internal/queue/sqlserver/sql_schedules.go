@@ -193,6 +193,9 @@ WHERE s.id = @id
   AND s.paused = 0
   AND (s.last_fire_at IS NULL OR s.last_fire_at < @fire_at);
 
+-- The update compares the version again: under the U lock it always
+-- matches on SQL Server; where the hints are ignored (Babelfish) it is what
+-- keeps a second firer of the same plan out, after waiting for the first.
 IF @outcome IS NOT NULL
 BEGIN
     UPDATE dbo.readpast_schedules WITH (ROWLOCK)
@@ -201,7 +204,10 @@ BEGIN
         last_fire_at = @fire_at,
         last_fire_missed = @missed,
         last_fire_outcome = @outcome
-    WHERE id = @id;
+    WHERE id = @id
+      AND version = @version;
+    IF @@ROWCOUNT = 0
+        SET @outcome = NULL;
 END;
 
 SELECT ` + runColumns + `, s.last_fire_outcome

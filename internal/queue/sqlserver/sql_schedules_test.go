@@ -20,7 +20,7 @@ func scheduleBoundQueries(t *testing.T) []boundQuery {
 	paused := true
 	r := schedule.Run{ID: 7, Name: "nightly"}
 	return []boundQuery{
-		{schedulesQuery, []any{sql.Named("name", typedString(""))}},
+		{schedulesQuery, []any{sql.Named("name", nullString(""))}},
 		{createScheduleBatch, createScheduleArgs(def, time.Now(), "ann")},
 		{replaceScheduleBatch, replaceScheduleArgs(cur, def, time.Time{}, queue.ScheduleUpdate{Paused: &paused, Actor: "ann"})},
 		{deleteScheduleBatch, []any{sql.Named("name", "nightly"), sql.Named("actor", "ann")}},

@@ -59,7 +59,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []boundQuery{
+	return append(scheduleBoundQueries(t), []boundQuery{
 		{claimBatch, claim},
 		{finishBatch, finish},
 		{finishInTx, finish},
@@ -84,7 +84,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{purgeAttemptsBatch, purge},
 		{purgeTasksBatch, purge},
 		{queueSettingsQuery, nil},
-	}
+	}...)
 }
 
 // stripSQL blanks out comments and string literals, keeping line breaks, so
