@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,42 +39,48 @@ func scanAttempts(rows pgx.Rows) ([]queue.AttemptRecord, error) {
 }
 
 // Attempts implements queue.LogStore: keyset pages newest first (id < Before
-// ORDER BY id DESC), each filter served by an index of readpast_attempts.
+// ORDER BY id DESC). A task's attempts are read by readpast_attempts_task; a
+// queue's, an outcome's or both by readpast_attempts_list (queue, outcome, id),
+// one range per outcome or per queue merged (migration 000008); a time range
+// alone by readpast_attempts_finished.
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
 	limit, err := queue.CheckLogQuery(q)
 	if err != nil {
 		return nil, err
 	}
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
+	pg := &page{cols: attemptColumns, table: "readpast_attempts"}
 	if q.TaskID != 0 {
-		add("task_id = $%d", q.TaskID)
+		pg.add("task_id = $%d", q.TaskID)
 	}
 	if q.Queue != "" {
-		add("queue = $%d", q.Queue)
+		pg.add("queue = $%d", q.Queue)
 	}
 	if q.Outcome != "" {
-		add("outcome = $%d", string(q.Outcome))
+		pg.where = append(pg.where, "outcome = "+literal(string(q.Outcome)))
 	}
 	if !q.Since.IsZero() {
-		add("finished_at >= $%d", q.Since)
+		pg.add("finished_at >= $%d", q.Since)
 	}
 	if !q.Until.IsZero() {
-		add("finished_at < $%d", q.Until)
+		pg.add("finished_at < $%d", q.Until)
 	}
 	if q.Before > 0 {
-		add("id < $%d", q.Before)
+		pg.add("id < $%d", q.Before)
 	}
-	query := `SELECT ` + attemptColumns + ` FROM readpast_attempts`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
+	var query string
+	var args []any
+	switch {
+	case q.TaskID != 0 || (q.Queue == "") == (q.Outcome == ""):
+		query, args = pg.one(limit)
+	case q.Outcome == "":
+		outcomes := make([]string, len(queue.Outcomes))
+		for i, o := range queue.Outcomes {
+			outcomes[i] = "outcome = " + literal(string(o))
+		}
+		query, args = pg.split(outcomes, limit)
+	default:
+		query, args = pg.perQueue(limit)
 	}
-	args = append(args, limit)
-	query += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(err, "querying the execution log")

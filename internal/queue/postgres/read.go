@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -53,40 +52,47 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 	return t, nil
 }
 
-// List implements queue.Store: keyset pages newest first; each filter has an
-// index that leads with it, ending in id.
+// List implements queue.Store: keyset pages newest first. Each filter reads
+// an index in id order (migration 000008): (state, queue) and a queue's
+// states by readpast_tasks_list, running tasks by readpast_tasks_running,
+// groups and chains by their own; a state over all queues is merged per queue.
 func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
 	limit, err := queue.CheckList(p)
 	if err != nil {
 		return nil, err
 	}
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
+	pg := &page{cols: taskColumns, table: "readpast_tasks"}
 	if p.State != "" {
-		add("state = $%d", string(p.State))
+		pg.where = append(pg.where, "state = "+literal(string(p.State)))
 	}
 	if p.Queue != "" {
-		add("queue = $%d", p.Queue)
+		pg.add("queue = $%d", p.Queue)
 	}
 	if p.Group != "" {
-		add("group_name = $%d", p.Group)
+		pg.add("group_name = $%d", p.Group)
 	}
 	if p.Chain != "" {
-		add("chain = $%d", p.Chain)
+		pg.add("chain = $%d", p.Chain)
 	}
 	if p.Before > 0 {
-		add("id < $%d", p.Before)
+		pg.add("id < $%d", p.Before)
 	}
-	q := `SELECT ` + taskColumns + ` FROM readpast_tasks`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+	var q string
+	var args []any
+	switch {
+	case p.Group != "" || p.Chain != "" || p.State == queue.StateRunning || (p.State == "" && p.Queue == ""):
+		q, args = pg.one(limit)
+	case p.State == "":
+		states := make([]string, len(queue.States))
+		for i, st := range queue.States {
+			states[i] = "state = " + literal(string(st))
+		}
+		q, args = pg.split(states, limit)
+	case p.Queue == "":
+		q, args = pg.perQueue(limit)
+	default:
+		q, args = pg.one(limit)
 	}
-	args = append(args, limit)
-	q += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, wrap(err, "listing tasks")
@@ -113,11 +119,17 @@ func (s *Store) Queues(ctx context.Context) ([]queue.Queue, error) {
 // queues lists the queues with their counts per state: every queue with a
 // settings row, and any queue named only by tasks. name "" means all.
 func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) {
-	// Unfinished tasks are counted (their partial indexes do not grow with
-	// history); finished ones come from the readpast_counts rollup.
+	// Unfinished tasks are counted, each state by an index that holds it in
+	// ranges that do not grow with history: pending ones per queue in
+	// readpast_tasks_list, running ones in readpast_tasks_running. Finished
+	// ones come from the readpast_counts rollup.
 	rows, err := s.pool.Query(ctx, `WITH counts AS (
-			SELECT queue, state, count(*) AS n FROM readpast_tasks
-			 WHERE state IN ('pending', 'running') AND ($1 = '' OR queue = $1) GROUP BY queue, state
+			SELECT q.name AS queue, 'pending' AS state,
+			       (SELECT count(*) FROM readpast_tasks t WHERE t.queue = q.name AND t.state = 'pending') AS n
+			  FROM readpast_queues q WHERE $1 = '' OR q.name = $1
+			UNION ALL
+			SELECT queue, state, count(*) FROM readpast_tasks
+			 WHERE state = 'running' AND ($1 = '' OR queue = $1) GROUP BY queue, state
 			UNION ALL
 			SELECT queue, state, n FROM readpast_counts
 			 WHERE n <> 0 AND ($1 = '' OR queue = $1)),

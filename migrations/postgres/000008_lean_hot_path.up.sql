@@ -1,0 +1,223 @@
+-- A leaner hot path (docs/BENCHMARKS.md, "ReadPast and River"): what the
+-- profile of a drain pointed at.
+--
+-- * The finish read the finished counts of its batch back with a plan that
+--   scanned the partial index of every finished task: its cost grew with
+--   history. The counts now come from the rows the finish updates.
+-- * Fewer index entries per state change. Every update of a task writes an
+--   entry into each index whose predicate the new row matches (no HOT update:
+--   the state is in the partial indexes' predicates). The three full indexes
+--   of the dashboard's lists, (state, id), (queue, id) and (queue, state, id),
+--   became one, readpast_tasks_list (queue, state, id), that leaves running
+--   tasks out: a claim now writes 2 entries instead of 5 (the primary key and
+--   readpast_tasks_running), a finish 3 instead of 5. The lists read it per
+--   state (running tasks, never more than the workers, by
+--   readpast_tasks_running); a list of one state over all queues reads it per
+--   queue (internal/queue/postgres/read.go). The log's (queue, id) and
+--   (outcome, id) became readpast_attempts_list (queue, outcome, id) the same
+--   way: 4 entries per attempt instead of 5.
+-- * The fencing token is the attempt number in the high bits and 32 random
+--   bits below it: every claim of a task gets a token that no earlier claim of
+--   it had (attempts only grow), at a fraction of the cost of an md5 of a
+--   random UUID per claim.
+-- * readpast_claimed and readpast_count were SQL functions, planned again at
+--   every call; as PL/pgSQL their plans are kept.
+
+DROP INDEX readpast_tasks_state;
+DROP INDEX readpast_tasks_queue;
+DROP INDEX readpast_tasks_queue_state;
+CREATE INDEX readpast_tasks_list ON readpast_tasks (queue, state, id) WHERE state <> 'running';
+
+DROP INDEX readpast_attempts_queue;
+DROP INDEX readpast_attempts_outcome;
+CREATE INDEX readpast_attempts_list ON readpast_attempts (queue, outcome, id);
+
+DROP FUNCTION readpast_claimed(bigint[], text, bigint);
+CREATE FUNCTION readpast_claimed(p_ids bigint[], p_owner text, p_lease_us bigint)
+RETURNS SETOF readpast_tasks
+LANGUAGE plpgsql
+SET jit = off
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE readpast_tasks t
+           SET state = 'running', attempts = t.attempts + 1, lease_owner = p_owner,
+               lease_token = ((t.attempts + 1)::bigint << 32) | (random() * 4294967295)::bigint,
+               lease_expires_at = now() + p_lease_us * interval '1 microsecond',
+               started_at = now(), cancel_requested = false, session_id = NULL
+         WHERE t.id = ANY (p_ids)
+        RETURNING t.*
+    )
+    SELECT * FROM claimed ORDER BY claimed.priority, claimed.available_at, claimed.id;
+END
+$$;
+DROP FUNCTION readpast_new_token();
+
+DROP FUNCTION readpast_count(text[], text[], bigint[]);
+CREATE FUNCTION readpast_count(p_queues text[], p_states text[], p_n bigint[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO readpast_counts AS c (queue, state, n)
+    SELECT x.q, x.s, sum(x.n) FROM unnest(p_queues, p_states, p_n) AS x(q, s, n)
+     WHERE x.q IS NOT NULL GROUP BY x.q, x.s HAVING sum(x.n) <> 0 ORDER BY x.q, x.s
+    ON CONFLICT (queue, state) DO UPDATE SET n = c.n + excluded.n;
+END
+$$;
+
+-- End attempts as in 000005. The tasks that ended for good, and those of a
+-- chain, are taken from the rows the statement updated, never read again.
+CREATE OR REPLACE FUNCTION readpast_end_attempts(
+    p_release boolean, p_reclaim boolean,
+    p_ids bigint[], p_tokens bigint[], p_outcomes text[], p_errors text[],
+    p_nodes text[], p_workers text[], p_sessions text[],
+    p_started timestamptz[], p_finished timestamptz[], p_rows bigint[], p_messages text[])
+RETURNS TABLE (out_id bigint, out_state text, out_retry_at timestamptz)
+LANGUAGE plpgsql
+SET jit = off
+AS $$
+DECLARE
+    v_held bigint[];
+    v_out_ids bigint[];   -- the result, one element per attempt given
+    v_out_states text[];
+    v_out_retry timestamptz[];
+    v_cq text[];          -- count changes of this transaction: queue, state, by
+    v_cs text[];
+    v_cn bigint[];
+    v_ch_ids bigint[];    -- ended tasks of chains, by chain and id
+    v_ch_names text[];
+    v_ch_stages integer[];
+    v_ch_states text[];
+    v_chain text;
+BEGIN
+    -- Locks in the global order: chains, tasks, groups.
+    PERFORM 1 FROM readpast_chains
+     WHERE name IN (SELECT x.chain FROM readpast_tasks x WHERE x.id = ANY (p_ids) AND x.chain IS NOT NULL)
+     ORDER BY name FOR UPDATE;
+    -- The tasks are found by primary key. The state test is written so that it
+    -- cannot match the partial index of running tasks: on fresh statistics (a
+    -- new or truncated table) the planner thinks that index tiny and scans all
+    -- of it, while under load it is mostly entries of tasks that ran already.
+    IF p_reclaim THEN
+        v_held := ARRAY(
+            SELECT x.id FROM readpast_tasks x JOIN unnest(p_ids, p_tokens) AS l(id, token)
+                ON x.id = l.id AND x.lease_token = l.token
+             WHERE x.state || '' = 'running' AND x.lease_expires_at < now()
+             ORDER BY x.id FOR UPDATE OF x SKIP LOCKED);
+    ELSE
+        v_held := ARRAY(
+            SELECT x.id FROM readpast_tasks x JOIN unnest(p_ids, p_tokens) AS l(id, token)
+                ON x.id = l.id AND x.lease_token = l.token
+             WHERE x.state || '' = 'running'
+             ORDER BY x.id FOR UPDATE OF x);
+    END IF;
+    PERFORM 1 FROM readpast_groups
+     WHERE name IN (SELECT x.group_name FROM readpast_tasks x WHERE x.id = ANY (v_held) AND x.group_name IS NOT NULL)
+     ORDER BY name FOR UPDATE;
+
+    -- One statement for the batch. Data-modifying CTEs all run to completion, on
+    -- the rows locked above (a fresh snapshot: they are current).
+    WITH a AS (
+        SELECT * FROM unnest(p_ids, p_tokens, p_outcomes, p_errors, p_nodes, p_workers, p_sessions,
+                             p_started, p_finished, p_rows, p_messages)
+               WITH ORDINALITY AS x(id, token, outcome, err, node, worker, sess, started, finished, nrows, msg, ord)
+    ),
+    -- The first element of each held lease; a repeat of it finds the task ended.
+    held AS (
+        SELECT DISTINCT ON (a.id) a.*, t.attempts, t.retry_base, t.max_attempts, t.queue,
+               t.session_id AS task_session, t.group_name, t.cancel_requested
+          FROM a JOIN readpast_tasks t ON t.id = a.id AND t.lease_token = a.token AND t.state || '' = 'running'
+         WHERE a.id = ANY (v_held)
+         ORDER BY a.id, a.ord
+    ),
+    decided AS (
+        SELECT h.*, s.state,
+               CASE WHEN s.state <> 'pending' THEN NULL
+                    WHEN p_release THEN now()
+                    ELSE now() + readpast_backoff(h.attempts - h.retry_base)
+               END AS retry_at
+          FROM held h CROSS JOIN LATERAL (SELECT CASE
+                   -- An operator's cancel request wins: a release or a reclaim
+                   -- must not put the task back to run again.
+                   WHEN h.cancel_requested THEN 'cancelled'
+                   WHEN p_release THEN 'pending'
+                   WHEN h.outcome = 'succeeded' THEN 'succeeded'
+                   WHEN h.outcome = 'cancelled' THEN 'cancelled'
+                   WHEN h.attempts - h.retry_base < h.max_attempts THEN 'pending'
+                   ELSE 'failed' END AS state) s
+    ),
+    ended AS (
+        UPDATE readpast_tasks t
+           SET state = d.state, available_at = coalesce(d.retry_at, t.available_at),
+               delayed = coalesce(d.retry_at > now(), false),
+               finished_at = CASE WHEN d.state = 'pending' THEN NULL ELSE now() END,
+               -- A success clears the error of an earlier attempt (the log keeps it).
+               last_error = CASE WHEN d.state = 'succeeded' THEN NULL ELSE coalesce(nullif(d.err, ''), t.last_error) END,
+               lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = false
+          FROM decided d
+         WHERE t.id = d.id
+        RETURNING t.id, t.queue, t.state, t.chain, t.stage
+    ),
+    freed AS (
+        UPDATE readpast_groups g SET running = greatest(g.running - x.k, 0)
+          FROM (SELECT d.group_name, count(*) AS k FROM decided d
+                 WHERE d.group_name IS NOT NULL GROUP BY d.group_name) x
+         WHERE g.name = x.group_name
+        RETURNING g.name
+    ),
+    rolled AS (
+        -- The throughput rollups: attempts per minute and per hour, queue and
+        -- outcome, with the time they ran; rows locked in key order.
+        INSERT INTO readpast_throughput AS tp (span, bucket, queue, outcome, n, busy_ms)
+        SELECT sp.span, date_trunc(sp.span, coalesce(d.finished, now())), d.queue, d.outcome, count(*),
+               sum(greatest(0, (extract(epoch FROM coalesce(d.finished, now()) - coalesce(d.started, d.finished, now())) * 1000)::bigint))
+          FROM decided d CROSS JOIN (VALUES ('minute'), ('hour')) AS sp(span)
+         GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+        ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = tp.n + excluded.n, busy_ms = tp.busy_ms + excluded.busy_ms
+        RETURNING tp.span
+    ),
+    logged AS (
+        INSERT INTO readpast_attempts (task_id, attempt, queue, node, worker, session_id, started_at, finished_at,
+                                       duration_ms, outcome, error, rows_affected, messages)
+        SELECT d.id, d.attempts, d.queue, coalesce(d.node, ''), coalesce(d.worker, ''),
+               coalesce(nullif(d.sess, ''), d.task_session, ''), ts.s, ts.f,
+               greatest(0, (extract(epoch FROM ts.f - ts.s) * 1000)::bigint), d.outcome,
+               coalesce(d.err, ''), coalesce(d.nrows, 0), coalesce(d.msg, '')
+          FROM decided d
+               CROSS JOIN LATERAL (SELECT coalesce(d.started, d.finished, now()) AS s,
+                                          coalesce(d.finished, now()) AS f) ts
+         ORDER BY d.ord
+        RETURNING id
+    )
+    SELECT array_agg(a.id ORDER BY a.ord), array_agg(d.state ORDER BY a.ord), array_agg(d.retry_at ORDER BY a.ord),
+           (SELECT array_agg(e.queue) FROM ended e WHERE e.state IN ('succeeded', 'failed', 'cancelled')),
+           (SELECT array_agg(e.state) FROM ended e WHERE e.state IN ('succeeded', 'failed', 'cancelled')),
+           (SELECT array_agg(e.id ORDER BY e.chain, e.id) FROM ended e WHERE e.chain IS NOT NULL),
+           (SELECT array_agg(e.chain ORDER BY e.chain, e.id) FROM ended e WHERE e.chain IS NOT NULL),
+           (SELECT array_agg(e.stage ORDER BY e.chain, e.id) FROM ended e WHERE e.chain IS NOT NULL),
+           (SELECT array_agg(e.state ORDER BY e.chain, e.id) FROM ended e WHERE e.chain IS NOT NULL)
+      INTO v_out_ids, v_out_states, v_out_retry, v_cq, v_cs, v_ch_ids, v_ch_names, v_ch_stages, v_ch_states
+      FROM a LEFT JOIN decided d ON d.ord = a.ord;
+    v_cn := array_fill(1::bigint, ARRAY[coalesce(cardinality(v_cq), 0)]);
+
+    -- Chains: the failure policy for each task of a chain that ended failed or
+    -- cancelled, then the chain's next stage is opened. The chain rows are held.
+    FOR i IN 1 .. coalesce(cardinality(v_ch_ids), 0) LOOP
+        IF v_ch_states[i] IN ('failed', 'cancelled') THEN
+            v_cq := v_cq || ARRAY(SELECT readpast_chain_failed(v_ch_names[i], v_ch_ids[i], v_ch_stages[i], v_ch_states[i]));
+        END IF;
+    END LOOP;
+    v_cs := v_cs || array_fill('cancelled'::text, ARRAY[coalesce(cardinality(v_cq), 0) - coalesce(cardinality(v_cs), 0)]);
+    v_cn := v_cn || array_fill(1::bigint, ARRAY[coalesce(cardinality(v_cq), 0) - coalesce(cardinality(v_cn), 0)]);
+    IF cardinality(v_cq) > 0 THEN
+        PERFORM readpast_count(v_cq, v_cs, v_cn);
+    END IF;
+    FOR v_chain IN SELECT DISTINCT c FROM unnest(v_ch_names) AS c ORDER BY c LOOP
+        PERFORM readpast_refresh_chain(v_chain);
+    END LOOP;
+
+    RETURN QUERY SELECT * FROM unnest(v_out_ids, v_out_states, v_out_retry);
+END
+$$;
+
+SELECT readpast_pin_functions();
