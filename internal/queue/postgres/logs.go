@@ -38,15 +38,29 @@ func scanAttempts(rows pgx.Rows) ([]queue.AttemptRecord, error) {
 	return out, rows.Err()
 }
 
-// Attempts implements queue.LogStore: keyset pages newest first (id < Before
-// ORDER BY id DESC). A task's attempts are read by readpast_attempts_task; a
-// queue's, an outcome's or both by readpast_attempts_list (queue, outcome, id),
-// one range per outcome or per queue merged (migration 000008); a time range
-// alone by readpast_attempts_finished.
+// Attempts implements queue.LogStore: keyset pages newest first (attemptsSQL).
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
-	limit, err := queue.CheckLogQuery(q)
+	query, args, err := attemptsSQL(q)
 	if err != nil {
 		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, wrap(err, "querying the execution log")
+	}
+	out, err := scanAttempts(rows)
+	return out, wrap(err, "querying the execution log")
+}
+
+// attemptsSQL is Attempts' query (id < Before ORDER BY id DESC). A task's
+// attempts are read by readpast_attempts_task; a queue's, an outcome's or both
+// by readpast_attempts_list (queue, outcome, id), one range per outcome or per
+// queue merged (migration 000008); a time range alone by
+// readpast_attempts_finished.
+func attemptsSQL(q queue.LogQuery) (string, []any, error) {
+	limit, err := queue.CheckLogQuery(q)
+	if err != nil {
+		return "", nil, err
 	}
 	pg := &page{cols: attemptColumns, table: "readpast_attempts"}
 	if q.TaskID != 0 {
@@ -81,12 +95,7 @@ func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.Attempt
 	default:
 		query, args = pg.perQueue(limit)
 	}
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, wrap(err, "querying the execution log")
-	}
-	out, err := scanAttempts(rows)
-	return out, wrap(err, "querying the execution log")
+	return query, args, nil
 }
 
 // PurgeAttempts implements queue.LogStore. One short statement deletes at most

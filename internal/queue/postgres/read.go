@@ -52,14 +52,28 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 	return t, nil
 }
 
-// List implements queue.Store: keyset pages newest first. Each filter reads
-// an index in id order (migration 000008): (state, queue) and a queue's
-// states by readpast_tasks_list, running tasks by readpast_tasks_running,
-// groups and chains by their own; a state over all queues is merged per queue.
+// List implements queue.Store: keyset pages newest first (listSQL).
 func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
-	limit, err := queue.CheckList(p)
+	q, args, err := listSQL(p)
 	if err != nil {
 		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, wrap(err, "listing tasks")
+	}
+	tasks, err := scanTasks(rows)
+	return tasks, wrap(err, "listing tasks")
+}
+
+// listSQL is List's query. Each filter reads an index in id order (migration
+// 000008): (state, queue) and a queue's states by readpast_tasks_list, running
+// tasks by readpast_tasks_running, groups and chains by their own; a state over
+// all queues is merged per queue.
+func listSQL(p queue.ListParams) (string, []any, error) {
+	limit, err := queue.CheckList(p)
+	if err != nil {
+		return "", nil, err
 	}
 	pg := &page{cols: taskColumns, table: "readpast_tasks"}
 	if p.State != "" {
@@ -93,12 +107,7 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 	default:
 		q, args = pg.one(limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, wrap(err, "listing tasks")
-	}
-	tasks, err := scanTasks(rows)
-	return tasks, wrap(err, "listing tasks")
+	return q, args, nil
 }
 
 // TaskAttempts implements queue.Store.
@@ -119,29 +128,7 @@ func (s *Store) Queues(ctx context.Context) ([]queue.Queue, error) {
 // queues lists the queues with their counts per state: every queue with a
 // settings row, and any queue named only by tasks. name "" means all.
 func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) {
-	// Unfinished tasks are counted, each state by an index that holds it in
-	// ranges that do not grow with history: pending ones per queue in
-	// readpast_tasks_list, running ones in readpast_tasks_running. Finished
-	// ones come from the readpast_counts rollup.
-	rows, err := s.pool.Query(ctx, `WITH counts AS (
-			SELECT q.name AS queue, 'pending' AS state,
-			       (SELECT count(*) FROM readpast_tasks t WHERE t.queue = q.name AND t.state = 'pending') AS n
-			  FROM readpast_queues q WHERE $1 = '' OR q.name = $1
-			UNION ALL
-			SELECT queue, state, count(*) FROM readpast_tasks
-			 WHERE state = 'running' AND ($1 = '' OR queue = $1) GROUP BY queue, state
-			UNION ALL
-			SELECT queue, state, n FROM readpast_counts
-			 WHERE n <> 0 AND ($1 = '' OR queue = $1)),
-		names AS (
-			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
-			UNION SELECT queue FROM counts)
-		SELECT n.name, q.workers, q.max_running, coalesce(q.paused, false), q.updated_at,
-		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0)
-		  FROM names n
-		  LEFT JOIN readpast_queues q ON q.name = n.name
-		  LEFT JOIN counts c ON c.queue = n.name
-		 ORDER BY n.name`, name)
+	rows, err := s.pool.Query(ctx, queuesSQL, name)
 	if err != nil {
 		return nil, wrap(err, "listing queues")
 	}
@@ -171,6 +158,32 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 	}
 	return out, wrap(rows.Err(), "listing queues")
 }
+
+// queuesSQL lists the queues with their counts per state ($1: one queue's
+// name, or ” for all).
+// Unfinished tasks are counted, each state by an index that holds it in
+// ranges that do not grow with history: pending ones per queue in
+// readpast_tasks_list, running ones in readpast_tasks_running. Finished
+// ones come from the readpast_counts rollup.
+const queuesSQL = `WITH counts AS (
+			SELECT q.name AS queue, 'pending' AS state,
+			       (SELECT count(*) FROM readpast_tasks t WHERE t.queue = q.name AND t.state = 'pending') AS n
+			  FROM readpast_queues q WHERE $1 = '' OR q.name = $1
+			UNION ALL
+			SELECT queue, state, count(*) FROM readpast_tasks
+			 WHERE state = 'running' AND ($1 = '' OR queue = $1) GROUP BY queue, state
+			UNION ALL
+			SELECT queue, state, n FROM readpast_counts
+			 WHERE n <> 0 AND ($1 = '' OR queue = $1)),
+		names AS (
+			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
+			UNION SELECT queue FROM counts)
+		SELECT n.name, q.workers, q.max_running, coalesce(q.paused, false), q.updated_at,
+		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0)
+		  FROM names n
+		  LEFT JOIN readpast_queues q ON q.name = n.name
+		  LEFT JOIN counts c ON c.queue = n.name
+		 ORDER BY n.name`
 
 // Groups implements queue.Store.
 func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
