@@ -84,16 +84,12 @@ func attemptsSQL(q queue.LogQuery) (string, []any, error) {
 	var query string
 	var args []any
 	switch {
-	case q.TaskID != 0 || (q.Queue == "") == (q.Outcome == ""):
-		query, args = pg.one(limit)
-	case q.Outcome == "":
-		outcomes := make([]string, len(queue.Outcomes))
-		for i, o := range queue.Outcomes {
-			outcomes[i] = "outcome = " + literal(string(o))
-		}
-		query, args = pg.split(outcomes, limit)
-	default:
+	case q.TaskID == 0 && q.Queue != "" && q.Outcome == "":
+		query, args = pg.split(equalsEach("outcome", queue.Outcomes), limit)
+	case q.TaskID == 0 && q.Queue == "" && q.Outcome != "":
 		query, args = pg.perQueue(limit)
+	default:
+		query, args = pg.one(limit)
 	}
 	return query, args, nil
 }

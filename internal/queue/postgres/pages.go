@@ -55,6 +55,15 @@ func (p *page) query(where []string, limitArg int) string {
 	return q + fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, limitArg)
 }
 
+// equalsEach is one condition per value: column = 'value', for split.
+func equalsEach[T ~string](column string, values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = column + " = " + literal(string(v))
+	}
+	return out
+}
+
 // literal quotes a value from a fixed set (a validated state or outcome) for a
 // condition the planner must see: a partial index serves `state = 'failed'`
 // only when it can prove the state is not 'running', which a parameter hides

@@ -94,15 +94,11 @@ func listSQL(p queue.ListParams) (string, []any, error) {
 	var q string
 	var args []any
 	switch {
-	case p.Group != "" || p.Chain != "" || p.State == queue.StateRunning || (p.State == "" && p.Queue == ""):
-		q, args = pg.one(limit)
-	case p.State == "":
-		states := make([]string, len(queue.States))
-		for i, st := range queue.States {
-			states[i] = "state = " + literal(string(st))
-		}
-		q, args = pg.split(states, limit)
-	case p.Queue == "":
+	case p.Group != "" || p.Chain != "":
+		q, args = pg.one(limit) // by the group's or the chain's own index
+	case p.Queue != "" && p.State == "":
+		q, args = pg.split(equalsEach("state", queue.States), limit)
+	case p.Queue == "" && p.State != "" && p.State != queue.StateRunning:
 		q, args = pg.perQueue(limit)
 	default:
 		q, args = pg.one(limit)
