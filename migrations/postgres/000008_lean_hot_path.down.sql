@@ -18,7 +18,6 @@ LANGUAGE sql VOLATILE AS $$
                        & 9223372036854775807)
 $$;
 
-DROP FUNCTION readpast_claimed(bigint[], text, bigint);
 CREATE FUNCTION readpast_claimed(p_ids bigint[], p_owner text, p_lease_us bigint)
 RETURNS SETOF readpast_tasks
 LANGUAGE sql
@@ -34,6 +33,223 @@ AS $$
         RETURNING t.*
     )
     SELECT * FROM claimed ORDER BY claimed.priority, claimed.available_at, claimed.id
+$$;
+
+-- readpast_claim as in 000004.
+CREATE OR REPLACE FUNCTION readpast_claim(p_queue text, p_owner text, p_limit integer, p_lease_us bigint)
+RETURNS SETOF readpast_tasks
+LANGUAGE plpgsql
+SET jit = off
+AS $$
+DECLARE
+    v_paused boolean;
+    v_cap integer;
+    v_running bigint;
+    v_n integer := p_limit;
+    v_plan_ids bigint[];      -- the plan: candidates in claim order
+    v_plan_groups text[];     -- their groups ('' for none)
+    v_groups text[] := '{}';  -- groups whose rows this claim holds, with their locked free slots
+    v_free integer[] := '{}';
+    v_taken integer[] := '{}';
+    v_skipped text[] := '{}'; -- groups another transaction holds: not admitted this time
+    v_new text[] := '{}';
+    v_locked text[];
+    v_lfree integer[];
+    v_want bigint[];
+    v_got bigint[];
+    v_ids bigint[] := '{}';   -- taken
+    v_pos integer;
+    v_round integer := 0;
+    v_offered boolean[];      -- plan positions offered in a round
+    v_plan_free integer[];    -- committed free slots of each planned task's group
+    v_tg text[];              -- groups counted while choosing which to lock
+    v_tc integer[];
+    v_k integer;
+BEGIN
+    -- 1. Queue settings. Only a capped queue locks its row, so claimers of an
+    -- uncapped queue never touch a shared row.
+    SELECT paused, max_running INTO v_paused, v_cap FROM readpast_queues WHERE name = p_queue;
+    IF v_paused THEN
+        RETURN;
+    END IF;
+    IF v_cap IS NOT NULL THEN
+        SELECT paused, max_running INTO v_paused, v_cap FROM readpast_queues WHERE name = p_queue FOR UPDATE;
+        IF v_paused THEN
+            RETURN;
+        END IF;
+        IF v_cap IS NOT NULL THEN
+            SELECT count(*) INTO v_running FROM readpast_tasks WHERE queue = p_queue AND state = 'running';
+            v_n := least(v_n, v_cap - v_running);
+            IF v_n <= 0 THEN
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+
+    -- 2. Due delayed tasks of the queue become ready (at most 1000 a claim,
+    -- skipping rows someone else holds); most claims find none in one probe.
+    UPDATE readpast_tasks t SET delayed = false
+     WHERE t.id IN (SELECT d.id FROM readpast_tasks d
+                     WHERE d.queue = p_queue AND d.state = 'pending' AND d.delayed AND d.available_at <= now()
+                     ORDER BY d.available_at LIMIT 1000 FOR UPDATE SKIP LOCKED);
+
+    -- 3. No grouped task can run in the queue (one index probe): the first
+    -- v_n ready tasks, skipping rows other claimers hold, are the claim, in
+    -- one statement. They are exactly the tasks it takes.
+    IF NOT EXISTS (SELECT 1 FROM readpast_tasks t
+                    WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+                      AND t.group_name IS NOT NULL) THEN
+        v_ids := ARRAY(SELECT t.id FROM readpast_tasks t
+                        WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+                          AND t.group_name IS NULL
+                        ORDER BY t.priority, t.available_at, t.id LIMIT v_n FOR UPDATE OF t SKIP LOCKED);
+        IF cardinality(v_ids) = 0 THEN
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT * FROM readpast_claimed(v_ids, p_owner, p_lease_us);
+        RETURN;
+    END IF;
+
+    -- The plan, from committed rows, locking nothing: the first 2 v_n + 16
+    -- ungrouped ready tasks, and of every group with ready tasks in the queue
+    -- and free slots by its committed counter, its first min(free, v_n) tasks
+    -- and two more (the extra ones in case other claimers hold some); merged
+    -- in claim order. Groups without free slots are never read past.
+    WITH RECURSIVE grp AS (
+        (SELECT t.group_name FROM readpast_tasks t
+          WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+            AND t.group_name IS NOT NULL
+          ORDER BY t.group_name LIMIT 1)
+        UNION ALL
+        SELECT (SELECT t.group_name FROM readpast_tasks t
+                 WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+                   AND t.group_name IS NOT NULL AND t.group_name > grp.group_name
+                 ORDER BY t.group_name LIMIT 1)
+          FROM grp WHERE grp.group_name IS NOT NULL
+    ),
+    open_groups AS (
+        SELECT g.name, g.max_running - g.running AS free
+          FROM grp JOIN readpast_groups g ON g.name = grp.group_name
+         WHERE g.running < g.max_running
+    ),
+    cand AS (
+        (SELECT t.id, t.priority, t.available_at, '' AS group_name, 0 AS free FROM readpast_tasks t
+          WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+            AND t.group_name IS NULL
+          ORDER BY t.priority, t.available_at, t.id LIMIT 2 * v_n + 16)
+        UNION ALL
+        SELECT c.id, c.priority, c.available_at, o.name, o.free
+          FROM open_groups o CROSS JOIN LATERAL (
+               SELECT t.id, t.priority, t.available_at FROM readpast_tasks t
+                WHERE t.queue = p_queue AND t.group_name = o.name AND t.state = 'pending'
+                  AND NOT t.chain_wait AND NOT t.delayed
+                ORDER BY t.priority, t.available_at, t.id LIMIT least(o.free, v_n) + 2) c
+    )
+    SELECT coalesce(array_agg(x.id ORDER BY x.priority, x.available_at, x.id), '{}'),
+           coalesce(array_agg(x.group_name ORDER BY x.priority, x.available_at, x.id), '{}'),
+           coalesce(array_agg(x.free ORDER BY x.priority, x.available_at, x.id), '{}')
+      INTO v_plan_ids, v_plan_groups, v_plan_free
+      FROM (SELECT * FROM cand ORDER BY priority, available_at, id LIMIT 2 * v_n + 16) x;
+    IF cardinality(v_plan_ids) = 0 THEN
+        RETURN;
+    END IF;
+
+    -- 4. Take tasks in plan order, in up to three rounds. A round offers the
+    -- next tasks of the plan its groups can admit; first it locks the groups
+    -- of those tasks it does not hold yet (name order, SKIP LOCKED: a group
+    -- another claimer or finisher holds is passed over), and their locked
+    -- counters decide. Then it locks the offered tasks that are still
+    -- claimable (SKIP LOCKED: another claimer's are passed over). So the claim
+    -- locks the groups it admits from and the tasks it takes, and no others.
+    v_offered := array_fill(false, ARRAY[cardinality(v_plan_ids)]);
+    WHILE cardinality(v_ids) < v_n AND v_round < 3 LOOP
+        v_round := v_round + 1;
+        -- The groups of the next tasks not offered yet, as many as could be taken.
+        -- A task counts as one that could be taken while its group's
+        -- committed free slots last (v_plan_free).
+        v_new := '{}';
+        v_tg := '{}';
+        v_tc := '{}';
+        v_k := 0;
+        FOR i IN 1 .. cardinality(v_plan_ids) LOOP
+            EXIT WHEN v_k >= v_n - cardinality(v_ids);
+            CONTINUE WHEN v_offered[i];
+            IF v_plan_groups[i] = '' THEN
+                v_k := v_k + 1;
+                CONTINUE;
+            END IF;
+            CONTINUE WHEN v_plan_groups[i] = ANY (v_skipped); -- not admitted this time
+            v_pos := array_position(v_tg, v_plan_groups[i]);
+            IF v_pos IS NULL THEN
+                v_tg := v_tg || v_plan_groups[i];
+                v_tc := v_tc || 0;
+                v_pos := cardinality(v_tg);
+            END IF;
+            CONTINUE WHEN v_tc[v_pos] >= v_plan_free[i];
+            v_tc[v_pos] := v_tc[v_pos] + 1;
+            v_k := v_k + 1;
+            IF NOT (v_plan_groups[i] = ANY (v_groups)) AND NOT (v_plan_groups[i] = ANY (v_new)) THEN
+                v_new := array_append(v_new, v_plan_groups[i]);
+            END IF;
+        END LOOP;
+        IF cardinality(v_new) > 0 THEN
+            SELECT coalesce(array_agg(g.name ORDER BY g.name), '{}'),
+                   coalesce(array_agg(g.max_running - g.running ORDER BY g.name), '{}')
+              INTO v_locked, v_lfree
+              FROM (SELECT g.name, g.max_running, g.running FROM readpast_groups g
+                     WHERE g.name = ANY (v_new) ORDER BY g.name FOR UPDATE SKIP LOCKED) g;
+            v_groups := v_groups || v_locked;
+            v_free := v_free || v_lfree;
+            v_taken := v_taken || array_fill(0, ARRAY[cardinality(v_locked)]);
+            v_skipped := v_skipped || ARRAY(SELECT x FROM unnest(v_new) AS x WHERE NOT (x = ANY (v_locked)));
+        END IF;
+        -- Offer, in plan order, the tasks not offered yet that their groups
+        -- admit now (a slot given back by a task another claimer held lets
+        -- the group's next task in).
+        v_want := '{}';
+        FOR i IN 1 .. cardinality(v_plan_ids) LOOP
+            EXIT WHEN cardinality(v_want) >= v_n - cardinality(v_ids);
+            CONTINUE WHEN v_offered[i];
+            IF v_plan_groups[i] = '' THEN
+                v_offered[i] := true;
+                v_want := v_want || v_plan_ids[i];
+            ELSE
+                v_pos := array_position(v_groups, v_plan_groups[i]);
+                IF v_pos IS NOT NULL AND v_taken[v_pos] < v_free[v_pos] THEN
+                    v_taken[v_pos] := v_taken[v_pos] + 1; -- given back below if not taken
+                    v_offered[i] := true;
+                    v_want := v_want || v_plan_ids[i];
+                ELSIF v_pos IS NULL AND NOT (v_plan_groups[i] = ANY (v_skipped)) THEN
+                    EXIT; -- its group is not locked yet: the next round locks it
+                END IF;
+            END IF;
+        END LOOP;
+        EXIT WHEN cardinality(v_want) = 0 AND cardinality(v_new) = 0;
+        CONTINUE WHEN cardinality(v_want) = 0;
+        v_got := ARRAY(SELECT t.id FROM readpast_tasks t
+                        WHERE t.id = ANY (v_want) AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+                        ORDER BY t.id FOR UPDATE OF t SKIP LOCKED);
+        v_ids := v_ids || v_got;
+        -- Slots offered to tasks that were not taken go back to their groups.
+        FOR i IN 1 .. cardinality(v_want) LOOP
+            IF NOT (v_want[i] = ANY (v_got)) THEN
+                v_pos := array_position(v_groups, v_plan_groups[array_position(v_plan_ids, v_want[i])]);
+                IF v_pos IS NOT NULL THEN
+                    v_taken[v_pos] := v_taken[v_pos] - 1;
+                END IF;
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF cardinality(v_ids) = 0 THEN
+        RETURN;
+    END IF;
+
+    UPDATE readpast_groups g SET running = g.running + x.k
+      FROM unnest(v_groups, v_taken) AS x(name, k)
+     WHERE g.name = x.name AND x.k > 0;
+
+    RETURN QUERY SELECT * FROM readpast_claimed(v_ids, p_owner, p_lease_us);
+END
 $$;
 
 DROP FUNCTION readpast_count(text[], text[], bigint[]);

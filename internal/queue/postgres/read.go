@@ -67,7 +67,7 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 }
 
 // listSQL is List's query. Each filter reads an index in id order (migration
-// 000008): (state, queue) and a queue's states by readpast_tasks_list, running
+// 000008): (queue, state) and a queue's states by readpast_tasks_list, running
 // tasks by readpast_tasks_running, groups and chains by their own; a state over
 // all queues is merged per queue.
 func listSQL(p queue.ListParams) (string, []any, error) {
