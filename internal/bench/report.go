@@ -18,6 +18,10 @@ func (r *Report) WriteTable(w io.Writer) {
 		if t.WriteTxPerTask > 0 {
 			fmt.Fprintf(tw, "  write transactions per task\t%.3f\n", t.WriteTxPerTask)
 		}
+		if t.ServerCPUPerTaskUS > 0 {
+			fmt.Fprintf(tw, "  server CPU per task\t%.1f µs\n", t.ServerCPUPerTaskUS)
+		}
+		fmt.Fprintf(tw, "  node CPU per task\t%.1f µs\n", t.NodeCPUPerTaskUS)
 		fmt.Fprintf(tw, "  peak RSS\t%.0f MB\n", t.PeakRSSMB)
 	}
 	if l := r.Latency; l != nil {

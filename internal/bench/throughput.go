@@ -21,7 +21,11 @@ type ThroughputResult struct {
 	DrainSeconds   float64 `json:"drain_seconds"`
 	EndToEndPerSec float64 `json:"end_to_end_per_sec"`
 	WriteTxPerTask float64 `json:"write_transactions_per_task,omitempty"`
-	PeakRSSMB      float64 `json:"peak_rss_mb"`
+	// CPU time per task while draining: the database server's (PostgreSQL on
+	// this machine only, every process of it) and this process's (the nodes).
+	ServerCPUPerTaskUS float64 `json:"server_cpu_us_per_task,omitempty"`
+	NodeCPUPerTaskUS   float64 `json:"node_cpu_us_per_task"`
+	PeakRSSMB          float64 `json:"peak_rss_mb"`
 }
 
 const throughputQueue = "bench-throughput"
@@ -59,6 +63,8 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 	}
 	defer stop()
 	writes0 := writeTxCount(ctx, c)
+	server := serverCPU(ctx, c)
+	node0 := ProcessCPU()
 	fmt.Fprintf(c.Progress, "throughput: draining with %d node(s) × %d workers\n", c.Nodes, c.Workers)
 	start := time.Now()
 	if _, err := s.UpdateQueue(ctx, throughputQueue, queue.QueueUpdate{Paused: ptr(false), Actor: "bench"}); err != nil {
@@ -75,6 +81,8 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 	}
 	r.DrainSeconds = time.Since(start).Seconds()
 	r.EndToEndPerSec = float64(c.Tasks) / r.DrainSeconds
+	r.NodeCPUPerTaskUS = perTaskUS(ProcessCPU()-node0, c.Tasks)
+	r.ServerCPUPerTaskUS = perTaskUS(server(), c.Tasks)
 	if writes0 >= 0 {
 		if writes1 := writeTxCount(ctx, c); writes1 >= 0 {
 			r.WriteTxPerTask = float64(writes1-writes0) / float64(c.Tasks)
@@ -89,6 +97,34 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 	}
 	return r, nil
 }
+
+// serverCPU starts counting the database server's CPU time; the returned func
+// says how much it used since, or 0 where that cannot be read (a server on
+// another machine, a dialect other than PostgreSQL).
+func serverCPU(ctx context.Context, c Config) func() time.Duration {
+	if c.Dialect != "postgres" {
+		return func() time.Duration { return 0 }
+	}
+	m, err := NewCPUMeter(ctx, c.DSN)
+	if err != nil {
+		c.Logger.Info("server CPU not measured", "err", err)
+		return func() time.Duration { return 0 }
+	}
+	t0, err := m.Used()
+	if err != nil {
+		return func() time.Duration { return 0 }
+	}
+	return func() time.Duration {
+		t1, err := m.Used()
+		if err != nil {
+			return 0
+		}
+		return t1 - t0
+	}
+}
+
+// perTaskUS divides d over n tasks, in microseconds.
+func perTaskUS(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
 
 // queueCounts returns how many tasks of queue q finished for good and how
 // many are pending or running.

@@ -1,119 +1,202 @@
-// Command riverbench runs River's burn-down with the settings of `river bench
-// --num-total-jobs` (fetch cooldown 2 ms, fetch poll 20 ms, 2,000 workers, the
-// jobs table truncated and vacuumed first, completions counted from the
-// client's completion events), so that ReadPast's `readpast bench` throughput
-// can be compared with River's on the same server (docs/BENCHMARKS.md). It is
-// a separate module: River is not a dependency of ReadPast.
+// Command riverbench compares ReadPast with River on one PostgreSQL server, in
+// one run (docs/BENCHMARKS.md, "ReadPast and River"). Each round drains the
+// same number of tasks three ways, each on a scratch database created for it:
 //
-//	go run . --database-url postgres://… --jobs 200000
+//   - readpast: `readpast bench --only throughput`: one node, --workers workers,
+//     every task runs --body on the target (the same database);
+//   - river: River's burn-down with `river bench`'s settings, jobs that do
+//     nothing;
+//   - river-sql: the same, with each job running --body on a pool of --workers
+//     connections, as a DBA's River worker that runs a task's SQL would.
+//
+// For each it reports tasks per second and the CPU time per task of the
+// database server (every process of it, from /proc: run it on the server's
+// machine) and of this process, then ReadPast's ratios to both River modes,
+// taken within each round. The order of the three rotates from round to round.
+// It is a separate module: River is not a dependency of ReadPast.
+//
+//	go run . --server-url postgres://…/postgres --tasks 200000 --rounds 3
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
-	"sync/atomic"
+	"os/signal"
+	"sort"
+	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
+	"github.com/jackc/pgx/v5"
 )
 
-type noopArgs struct{}
-
-func (noopArgs) Kind() string { return "noop" }
-
-type noopWorker struct {
-	river.WorkerDefaults[noopArgs]
-	done *atomic.Int64
-}
-
-func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error {
-	w.done.Add(1)
-	return nil
+type config struct {
+	serverURL    string
+	tasks        int
+	rounds       int
+	workers      int
+	riverWorkers int
+	body         string
+	timeout      time.Duration
 }
 
 func main() {
-	url := flag.String("database-url", "", "PostgreSQL URL of a scratch database")
-	jobs := flag.Int("jobs", 200000, "no-op jobs to insert, then work off")
-	workers := flag.Int("workers", 2000, "MaxWorkers of the queue (river bench uses 2,000)")
+	var c config
+	flag.StringVar(&c.serverURL, "server-url", "", "PostgreSQL URL of a database on the server; scratch databases are created beside it and dropped")
+	flag.IntVar(&c.tasks, "tasks", 200000, "tasks (jobs) to drain per system and round")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds; ratios are taken within a round")
+	flag.IntVar(&c.workers, "workers", 64, "ReadPast's workers, and the target connections of River's SQL mode")
+	flag.IntVar(&c.riverWorkers, "river-workers", 2000, "River's MaxWorkers (river bench uses 2,000)")
+	flag.StringVar(&c.body, "body", "SELECT 1", "the SQL River's SQL mode runs per job: readpast bench's task body")
+	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
-	if err := run(*url, *jobs, *workers); err != nil {
+	if c.serverURL == "" || c.tasks < 1 || c.rounds < 1 || c.workers < 1 || c.riverWorkers < 1 {
+		fmt.Fprintln(os.Stderr, "riverbench: --server-url is required; --tasks, --rounds, --workers and --river-workers must be positive")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if err := run(ctx, c); err != nil {
 		fmt.Fprintln(os.Stderr, "riverbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url string, jobs, workers int) error {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	drv := riverpgxv5.New(pool)
-	migrator, err := rivermigrate.New(drv, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return err
-	}
-	for _, q := range []string{"TRUNCATE river_job", "VACUUM FULL river_job"} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			return err
-		}
-	}
-	var done atomic.Int64
-	ws := river.NewWorkers()
-	river.AddWorker(ws, &noopWorker{done: &done})
-	client, err := river.NewClient(drv, &river.Config{
-		FetchCooldown:     2 * time.Millisecond,
-		FetchPollInterval: 20 * time.Millisecond,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
-		Workers:           ws,
-	})
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	params := make([]river.InsertManyParams, 0, 1000)
-	for left := jobs; left > 0; left -= len(params) {
-		params = params[:0]
-		for i := 0; i < min(1000, left); i++ {
-			params = append(params, river.InsertManyParams{Args: noopArgs{}})
-		}
-		if _, err := client.InsertManyFast(ctx, params); err != nil {
-			return err
-		}
-	}
-	fmt.Printf("inserted %d jobs in %.2f s\n", jobs, time.Since(start).Seconds())
+// drain is one system's figures in one round.
+type drain struct {
+	PerSec            float64 `json:"tasks_per_sec"`
+	Seconds           float64 `json:"seconds"`
+	ServerCPUPerTask  float64 `json:"server_cpu_us_per_task"`
+	ProcessCPUPerTask float64 `json:"process_cpu_us_per_task"`
+}
 
-	// Completion events come once the completer has committed them, as `river
-	// bench` counts; polling the table would load the server being measured.
-	completed, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: jobs, Kinds: []river.EventKind{river.EventKindJobCompleted}})
-	defer cancelSub()
-	start = time.Now()
-	if err := client.Start(ctx); err != nil {
-		return err
+func newDrain(n int, took, server, process time.Duration) drain {
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	return drain{PerSec: float64(n) / took.Seconds(), Seconds: took.Seconds(), ServerCPUPerTask: us(server), ProcessCPUPerTask: us(process)}
+}
+
+var systems = []string{"readpast", "river", "river-sql"}
+
+func run(ctx context.Context, c config) error {
+	rounds := make([]map[string]drain, c.rounds)
+	for i := range rounds {
+		rounds[i] = map[string]drain{}
+		for j := range systems {
+			sys := systems[(i+j)%len(systems)]
+			d, err := runOne(ctx, c, sys)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", i+1, sys, err)
+			}
+			rounds[i][sys] = d
+			fmt.Fprintf(os.Stderr, "round %d %-9s %8.0f tasks/s  server %6.1f µs/task  process %6.1f µs/task\n",
+				i+1, sys, d.PerSec, d.ServerCPUPerTask, d.ProcessCPUPerTask)
+		}
 	}
-	for n := 0; n < jobs; n++ {
-		<-completed
-	}
-	took := time.Since(start)
-	var left int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state <> 'completed'`).Scan(&left); err != nil {
-		return err
-	}
-	if left > 0 {
-		return fmt.Errorf("%d jobs are not completed after %d completion events", left, jobs)
-	}
-	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_ = client.Stop(stopCtx)
-	fmt.Printf("worked off %d jobs in %.2f s: %.0f jobs/s (%d workers)\n", jobs, took.Seconds(), float64(jobs)/took.Seconds(), workers)
+	report(c, rounds)
 	return nil
+}
+
+// runOne drains c.tasks with one system on a database of its own, created
+// for the run and dropped after it.
+func runOne(ctx context.Context, c config, sys string) (drain, error) {
+	name := "bench_" + map[string]string{"readpast": "readpast", "river": "river", "river-sql": "river_sql"}[sys]
+	dbURL, err := scratchDatabase(ctx, c.serverURL, name)
+	if err != nil {
+		return drain{}, err
+	}
+	defer dropDatabase(c.serverURL, name)
+	switch sys {
+	case "readpast":
+		return readpastRun(ctx, dbURL, c.tasks, c.workers, os.Stderr)
+	case "river":
+		return riverRun(ctx, dbURL, c.tasks, c.riverWorkers, 0, "")
+	default:
+		return riverRun(ctx, dbURL, c.tasks, c.riverWorkers, c.workers, c.body)
+	}
+}
+
+// scratchDatabase creates an empty database name on the server and returns its URL.
+func scratchDatabase(ctx context.Context, serverURL, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{"DROP DATABASE IF EXISTS " + name, "CREATE DATABASE " + name} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("--server-url: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func dropDatabase(serverURL, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if conn, err := pgx.Connect(ctx, serverURL); err == nil {
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		_ = conn.Close(ctx)
+	}
+}
+
+// report prints each system's median and range over the rounds, then
+// ReadPast's ratios to each River mode, each taken within one round.
+func report(c config, rounds []map[string]drain) {
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%d rounds of %d tasks; ReadPast %d workers; River %d workers, SQL mode on %d connections; body %q\n",
+		len(rounds), c.tasks, c.workers, c.riverWorkers, c.workers, c.body)
+	fmt.Fprintln(tw, "system\ttasks/s median (range)\tserver CPU µs/task\tprocess CPU µs/task")
+	pick := func(sys string, f func(drain) float64) []float64 {
+		var xs []float64
+		for _, r := range rounds {
+			xs = append(xs, f(r[sys]))
+		}
+		return xs
+	}
+	for _, sys := range systems {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sys, spread(pick(sys, func(d drain) float64 { return d.PerSec }), "%.0f"),
+			spread(pick(sys, func(d drain) float64 { return d.ServerCPUPerTask }), "%.1f"),
+			spread(pick(sys, func(d drain) float64 { return d.ProcessCPUPerTask }), "%.1f"))
+	}
+	ratio := func(other string, f func(drain) float64) []float64 {
+		var xs []float64
+		for _, r := range rounds {
+			xs = append(xs, f(r["readpast"])/f(r[other]))
+		}
+		return xs
+	}
+	perSec := func(d drain) float64 { return d.PerSec }
+	server := func(d drain) float64 { return d.ServerCPUPerTask }
+	fmt.Fprintln(tw, "ReadPast / River\tthroughput median (range)\tserver CPU per task median (range)")
+	for _, other := range systems[1:] {
+		fmt.Fprintf(tw, "vs %s\t%s\t%s\n", other, spread(ratio(other, perSec), "%.2f×"), spread(ratio(other, server), "%.2f×"))
+	}
+	tw.Flush()
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(map[string]any{"tasks": c.tasks, "workers": c.workers, "river_workers": c.riverWorkers, "body": c.body, "rounds": rounds})
+}
+
+// spread formats the median and, over several values, the range.
+func spread(xs []float64, format string) string {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	if len(s) == 1 {
+		return fmt.Sprintf(format, med)
+	}
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", med, s[0], s[len(s)-1])
 }

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,49 +38,60 @@ func scanAttempts(rows pgx.Rows) ([]queue.AttemptRecord, error) {
 	return out, rows.Err()
 }
 
-// Attempts implements queue.LogStore: keyset pages newest first (id < Before
-// ORDER BY id DESC), each filter served by an index of readpast_attempts.
+// Attempts implements queue.LogStore: keyset pages newest first (attemptsSQL).
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
-	limit, err := queue.CheckLogQuery(q)
+	query, args, err := attemptsSQL(q)
 	if err != nil {
 		return nil, err
 	}
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
-	if q.TaskID != 0 {
-		add("task_id = $%d", q.TaskID)
-	}
-	if q.Queue != "" {
-		add("queue = $%d", q.Queue)
-	}
-	if q.Outcome != "" {
-		add("outcome = $%d", string(q.Outcome))
-	}
-	if !q.Since.IsZero() {
-		add("finished_at >= $%d", q.Since)
-	}
-	if !q.Until.IsZero() {
-		add("finished_at < $%d", q.Until)
-	}
-	if q.Before > 0 {
-		add("id < $%d", q.Before)
-	}
-	query := `SELECT ` + attemptColumns + ` FROM readpast_attempts`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	args = append(args, limit)
-	query += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(err, "querying the execution log")
 	}
 	out, err := scanAttempts(rows)
 	return out, wrap(err, "querying the execution log")
+}
+
+// attemptsSQL is Attempts' query (id < Before ORDER BY id DESC). A task's
+// attempts are read by readpast_attempts_task; a queue's, an outcome's or both
+// by readpast_attempts_list (queue, outcome, id), one range per outcome or per
+// queue merged (migration 000008); a time range alone by
+// readpast_attempts_finished.
+func attemptsSQL(q queue.LogQuery) (string, []any, error) {
+	limit, err := queue.CheckLogQuery(q)
+	if err != nil {
+		return "", nil, err
+	}
+	pg := &page{cols: attemptColumns, table: "readpast_attempts"}
+	if q.TaskID != 0 {
+		pg.add("task_id = $%d", q.TaskID)
+	}
+	if q.Queue != "" {
+		pg.add("queue = $%d", q.Queue)
+	}
+	if q.Outcome != "" {
+		pg.where = append(pg.where, "outcome = "+literal(string(q.Outcome)))
+	}
+	if !q.Since.IsZero() {
+		pg.add("finished_at >= $%d", q.Since)
+	}
+	if !q.Until.IsZero() {
+		pg.add("finished_at < $%d", q.Until)
+	}
+	if q.Before > 0 {
+		pg.add("id < $%d", q.Before)
+	}
+	var query string
+	var args []any
+	switch {
+	case q.TaskID == 0 && q.Queue != "" && q.Outcome == "":
+		query, args = pg.split(equalsEach("outcome", queue.Outcomes), limit)
+	case q.TaskID == 0 && q.Queue == "" && q.Outcome != "":
+		query, args = pg.perQueue(limit)
+	default:
+		query, args = pg.one(limit)
+	}
+	return query, args, nil
 }
 
 // PurgeAttempts implements queue.LogStore. One short statement deletes at most

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -53,49 +52,61 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 	return t, nil
 }
 
-// List implements queue.Store: keyset pages newest first; each filter has an
-// index that leads with it, ending in id.
+// List implements queue.Store: keyset pages newest first (listSQL).
 func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
-	limit, err := queue.CheckList(p)
+	q, args, err := listSQL(p)
 	if err != nil {
 		return nil, err
 	}
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
-	if p.State != "" {
-		add("state = $%d", string(p.State))
-	}
-	if p.Queue != "" {
-		add("queue = $%d", p.Queue)
-	}
-	if p.Group != "" {
-		add("group_name = $%d", p.Group)
-	}
-	if p.Chain != "" {
-		add("chain = $%d", p.Chain)
-	}
-	if p.Schedule != "" {
-		add("schedule_name = $%d", p.Schedule)
-	}
-	if p.Before > 0 {
-		add("id < $%d", p.Before)
-	}
-	q := `SELECT ` + taskColumns + ` FROM readpast_tasks`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	args = append(args, limit)
-	q += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, wrap(err, "listing tasks")
 	}
 	tasks, err := scanTasks(rows)
 	return tasks, wrap(err, "listing tasks")
+}
+
+// listSQL is List's query. Each filter reads an index in id order (migration
+// 000008): (queue, state) and a queue's states by readpast_tasks_list, running
+// tasks by readpast_tasks_running, groups and chains by their own; a state over
+// all queues is merged per queue.
+func listSQL(p queue.ListParams) (string, []any, error) {
+	limit, err := queue.CheckList(p)
+	if err != nil {
+		return "", nil, err
+	}
+	pg := &page{cols: taskColumns, table: "readpast_tasks"}
+	if p.State != "" {
+		pg.where = append(pg.where, "state = "+literal(string(p.State)))
+	}
+	if p.Queue != "" {
+		pg.add("queue = $%d", p.Queue)
+	}
+	if p.Group != "" {
+		pg.add("group_name = $%d", p.Group)
+	}
+	if p.Chain != "" {
+		pg.add("chain = $%d", p.Chain)
+	}
+	if p.Schedule != "" {
+		pg.add("schedule_name = $%d", p.Schedule)
+	}
+	if p.Before > 0 {
+		pg.add("id < $%d", p.Before)
+	}
+	var q string
+	var args []any
+	switch {
+	case p.Group != "" || p.Chain != "" || p.Schedule != "":
+		q, args = pg.one(limit) // by the group's, the chain's or the schedule's own index
+	case p.Queue != "" && p.State == "":
+		q, args = pg.split(equalsEach("state", queue.States), limit)
+	case p.Queue == "" && p.State != "" && p.State != queue.StateRunning:
+		q, args = pg.perQueue(limit)
+	default:
+		q, args = pg.one(limit)
+	}
+	return q, args, nil
 }
 
 // TaskAttempts implements queue.Store.
@@ -116,23 +127,7 @@ func (s *Store) Queues(ctx context.Context) ([]queue.Queue, error) {
 // queues lists the queues with their counts per state: every queue with a
 // settings row, and any queue named only by tasks. name "" means all.
 func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) {
-	// Unfinished tasks are counted (their partial indexes do not grow with
-	// history); finished ones come from the readpast_counts rollup.
-	rows, err := s.pool.Query(ctx, `WITH counts AS (
-			SELECT queue, state, count(*) AS n FROM readpast_tasks
-			 WHERE state IN ('pending', 'running') AND ($1 = '' OR queue = $1) GROUP BY queue, state
-			UNION ALL
-			SELECT queue, state, n FROM readpast_counts
-			 WHERE n <> 0 AND ($1 = '' OR queue = $1)),
-		names AS (
-			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
-			UNION SELECT queue FROM counts)
-		SELECT n.name, q.workers, q.max_running, coalesce(q.paused, false), q.updated_at,
-		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0)
-		  FROM names n
-		  LEFT JOIN readpast_queues q ON q.name = n.name
-		  LEFT JOIN counts c ON c.queue = n.name
-		 ORDER BY n.name`, name)
+	rows, err := s.pool.Query(ctx, queuesSQL, name)
 	if err != nil {
 		return nil, wrap(err, "listing queues")
 	}
@@ -162,6 +157,32 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 	}
 	return out, wrap(rows.Err(), "listing queues")
 }
+
+// queuesSQL lists the queues with their counts per state ($1: one queue's
+// name, or ” for all).
+// Unfinished tasks are counted, each state by an index that holds it in
+// ranges that do not grow with history: pending ones per queue in
+// readpast_tasks_list, running ones in readpast_tasks_running. Finished
+// ones come from the readpast_counts rollup.
+const queuesSQL = `WITH counts AS (
+			SELECT q.name AS queue, 'pending' AS state,
+			       (SELECT count(*) FROM readpast_tasks t WHERE t.queue = q.name AND t.state = 'pending') AS n
+			  FROM readpast_queues q WHERE $1 = '' OR q.name = $1
+			UNION ALL
+			SELECT queue, state, count(*) FROM readpast_tasks
+			 WHERE state = 'running' AND ($1 = '' OR queue = $1) GROUP BY queue, state
+			UNION ALL
+			SELECT queue, state, n FROM readpast_counts
+			 WHERE n <> 0 AND ($1 = '' OR queue = $1)),
+		names AS (
+			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
+			UNION SELECT queue FROM counts)
+		SELECT n.name, q.workers, q.max_running, coalesce(q.paused, false), q.updated_at,
+		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0)
+		  FROM names n
+		  LEFT JOIN readpast_queues q ON q.name = n.name
+		  LEFT JOIN counts c ON c.queue = n.name
+		 ORDER BY n.name`
 
 // Groups implements queue.Store.
 func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {

@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"readpast/internal/queue"
+)
+
+// TestReadsUseIndexesNotHistory checks SPEC §9 for the task lists, the log
+// pages and the queue counts on PostgreSQL: with a history of finished tasks
+// and attempts, each query the store sends reads the index that holds its
+// filter (migration 000008 keeps running tasks and finished states in
+// separate ranges) and never scans a table, with the plan PostgreSQL makes for
+// the values (custom) and the one it may switch to after five executions of a
+// prepared statement (generic).
+func TestReadsUseIndexesNotHistory(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := storeWithHistory(t, ctx, 50)
+	if _, err := s.pool.Exec(ctx, `INSERT INTO readpast_attempts (task_id, attempt, queue, started_at, finished_at, duration_ms, outcome)
+		SELECT g, 1, 'default', now(), now(), 0, 'succeeded' FROM generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE readpast_tasks; ANALYZE readpast_attempts`); err != nil {
+		t.Fatal(err)
+	}
+	type query struct {
+		name  string
+		sql   string
+		args  []any
+		err   error
+		index []string // each must appear in the plan
+	}
+	list := func(name string, p queue.ListParams, index ...string) query {
+		sql, args, err := listSQL(p)
+		return query{"list " + name, sql, args, err, index}
+	}
+	logs := func(name string, q queue.LogQuery, index ...string) query {
+		sql, args, err := attemptsSQL(q)
+		return query{"log " + name, sql, args, err, index}
+	}
+	const q = queue.DefaultQueue
+	queries := []query{
+		list("all", queue.ListParams{}, "readpast_tasks_pkey"),
+		list("state", queue.ListParams{State: queue.StateCancelled, Before: 15000}, "readpast_tasks_list"),
+		list("queue", queue.ListParams{Queue: q}, "readpast_tasks_list", "readpast_tasks_running"),
+		list("queue and state", queue.ListParams{Queue: q, State: queue.StateFailed}, "readpast_tasks_list"),
+		list("running", queue.ListParams{State: queue.StateRunning}, "readpast_tasks_running"),
+		list("queue running", queue.ListParams{Queue: q, State: queue.StateRunning}, "readpast_tasks_running"),
+		logs("task", queue.LogQuery{TaskID: 7}, "readpast_attempts_task"),
+		logs("queue", queue.LogQuery{Queue: q, Before: 15000}, "readpast_attempts_list"),
+		logs("outcome", queue.LogQuery{Outcome: queue.OutcomeFailed}, "readpast_attempts_list"),
+		logs("queue and outcome", queue.LogQuery{Queue: q, Outcome: queue.OutcomeLost}, "readpast_attempts_list"),
+		{"queue counts", queuesSQL, []any{""}, nil, []string{"readpast_tasks_list", "readpast_tasks_running"}},
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for i, qu := range queries {
+		if qu.err != nil {
+			t.Fatalf("%s: %v", qu.name, qu.err)
+		}
+		if _, err := conn.Exec(ctx, fmt.Sprintf("PREPARE plan_check_%d AS %s", i, qu.sql)); err != nil {
+			t.Fatalf("%s: %v", qu.name, err)
+		}
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			var plan []string
+			rows, err := conn.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE plan_check_%d(%s)", i, literals(qu.args)))
+			if err != nil {
+				t.Fatalf("%s: %v", qu.name, err)
+			}
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, line)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatalf("%s: %v", qu.name, err)
+			}
+			text := strings.Join(plan, "\n")
+			if strings.Contains(text, "Seq Scan on readpast_tasks") || strings.Contains(text, "Seq Scan on readpast_attempts") {
+				t.Fatalf("%s (%s) scans a table:\n%s", qu.name, mode, text)
+			}
+			for _, ix := range qu.index {
+				if !strings.Contains(text, ix) {
+					t.Fatalf("%s (%s) does not read %s:\n%s", qu.name, mode, ix, text)
+				}
+			}
+		}
+	}
+	if _, err := conn.Exec(ctx, "RESET plan_cache_mode; DEALLOCATE ALL"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// literals writes a query's arguments as SQL literals for EXECUTE.
+func literals(args []any) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			out[i] = literal(v)
+		default:
+			out[i] = fmt.Sprint(v)
+		}
+	}
+	return strings.Join(out, ", ")
+}
