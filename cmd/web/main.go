@@ -42,6 +42,7 @@ func commands() []command {
 		{"serve", "", "run the dashboard, the JSON API and this node's workers (the default)", serveCmd},
 		{"migrate", "[up|status]", "apply the schema to the store (up, the default), or report its version (status)", migrateCmd},
 		{"bench", "", "measure this build on a scratch database (docs/BENCHMARKS.md)", benchCmd},
+		{"selftest", "", "prove ReadPast's guarantees on this server, in a scratch database (docs/SQLSERVER.md)", selftestCmd},
 		{"version", "", "print the version", versionCmd},
 	}
 }

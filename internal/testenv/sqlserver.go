@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
+
+	"readpast/internal/queue/sqlserver"
 )
 
 // createDatabase serialises CREATE and DROP DATABASE: Babelfish fails them
@@ -106,22 +107,14 @@ func IsBabelfish(t testing.TB, dsn string) bool {
 	return babelfish.is
 }
 
-// withDatabase returns dsn pointing at database name, in either DSN form
-// go-mssqldb reads: a sqlserver:// URL or an ADO key=value string (where the
-// last value of a key wins).
+// withDatabase returns dsn pointing at database name.
 func withDatabase(t testing.TB, dsn, name string) string {
 	t.Helper()
-	if strings.HasPrefix(strings.ToLower(dsn), "sqlserver://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatalf("parsing %s: %v", MSSQLDSNEnv, err)
-		}
-		q := u.Query()
-		q.Set("database", name)
-		u.RawQuery = q.Encode()
-		return u.String()
+	out, err := sqlserver.DSNWithDatabase(dsn, name)
+	if err != nil {
+		t.Fatalf("%s: %v", MSSQLDSNEnv, err)
 	}
-	return strings.TrimRight(dsn, "; ") + ";database=" + name
+	return out
 }
 
 // quoteName brackets an identifier the way QUOTENAME does.

@@ -2,6 +2,8 @@ package sqlserver
 
 import (
 	"database/sql"
+	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -182,4 +184,36 @@ func bit(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// DSNWithDatabase returns dsn pointing at database name, in either DSN form
+// go-mssqldb reads: a sqlserver:// URL or an ADO key=value string (where the
+// last value of a key wins). Test databases and selftest's scratch database
+// are reached this way.
+func DSNWithDatabase(dsn, name string) (string, error) {
+	if strings.HasPrefix(strings.ToLower(dsn), "sqlserver://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("sqlserver: parsing the DSN: %w", err)
+		}
+		q := u.Query()
+		q.Set("database", name)
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	return strings.TrimRight(dsn, "; ") + ";database=" + name, nil
+}
+
+// ClaimBatch returns the production claim batch and its arguments for p, so
+// that selftest can ask the server for the batch's plan (SET SHOWPLAN_XML)
+// without running it.
+func ClaimBatch(p queue.ClaimParams) (string, []any, error) {
+	if err := checkClaim(p); err != nil {
+		return "", nil, err
+	}
+	token, err := newLeaseToken()
+	if err != nil {
+		return "", nil, err
+	}
+	return claimBatch.text, claimArgs(p, token), nil
 }

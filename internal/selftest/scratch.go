@@ -1,0 +1,193 @@
+package selftest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	mssql "github.com/microsoft/go-mssqldb"
+	_ "modernc.org/sqlite" // the "sqlite" driver
+
+	"readpast/internal/queue"
+	"readpast/internal/queue/sqlserver"
+)
+
+// scratch is where the probes run: a database, schema or file of its own,
+// made for the run and removed after it.
+type scratch struct {
+	dsn    string  // the store DSN of the scratch
+	where  string  // how the report names it
+	server string  // the server's version string
+	db     *sql.DB // the probes' own connections to the scratch
+	remove func(ctx context.Context) error
+	// SQL Server: the DSN's own database, the one ReadPast would use, and
+	// whether OPENJSON runs there (what Migrate checks).
+	storeDB  string
+	openJSON bool
+}
+
+// newScratch makes the scratch for cfg.DSN's dialect.
+func newScratch(ctx context.Context, dialect string, cfg Config) (*scratch, error) {
+	name := "readpast_selftest_" + randomHex(6)
+	switch dialect {
+	case "sqlserver":
+		return sqlServerScratch(ctx, cfg, name)
+	case "postgres":
+		return postgresScratch(ctx, cfg.DSN, name)
+	}
+	return sqliteScratch(ctx, cfg.DSN, name)
+}
+
+// sqliteScratch is a file beside the one the DSN names, so the probes run on
+// the same file system.
+func sqliteScratch(ctx context.Context, dsn, name string) (*scratch, error) {
+	_, path, err := queue.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(filepath.Dir(path), name+".db")
+	// The store's own pragmas: journal_mode then reports whether this file
+	// system lets SQLite use its write-ahead log (a network share may not).
+	db, err := sql.Open("sqlite", "file:"+file+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, err
+	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("creating the scratch file %s: %w", file, err)
+	}
+	return &scratch{dsn: "sqlite://" + file, where: file, server: "SQLite " + version, db: db,
+		remove: func(context.Context) error {
+			_ = db.Close()
+			var errs []error
+			for _, f := range []string{file, file + "-wal", file + "-shm"} {
+				if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+			return errors.Join(errs...)
+		}}, nil
+}
+
+// postgresScratch is a schema of its own in the DSN's database: the store
+// puts its tables in the first schema of the search_path.
+func postgresScratch(ctx context.Context, dsn, name string) (*scratch, error) {
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	var version string
+	if err := admin.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+name); err != nil {
+		return nil, fmt.Errorf("creating the scratch schema %s (the login needs CREATE on the database): %w", name, err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the DSN: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	scratchDSN := u.String()
+	db, err := sql.Open("pgx", scratchDSN)
+	if err != nil {
+		return nil, err
+	}
+	drop := func(ctx context.Context) error {
+		_ = db.Close()
+		admin, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return err
+		}
+		defer admin.Close()
+		_, err = admin.ExecContext(ctx, "DROP SCHEMA "+name+" CASCADE")
+		return err
+	}
+	return &scratch{dsn: scratchDSN, where: "schema " + name, server: firstLine(version), db: db, remove: drop}, nil
+}
+
+// sqlServerScratch is a database of its own on the DSN's server, or the empty
+// database cfg.Database names (left empty again by the down migrations).
+func sqlServerScratch(ctx context.Context, cfg Config, name string) (*scratch, error) {
+	connector, err := mssql.NewConnector(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the DSN: %w", err)
+	}
+	admin := sql.OpenDB(connector)
+	defer admin.Close()
+	var version, storeDB string
+	if err := admin.QueryRowContext(ctx, "SELECT @@VERSION, DB_NAME();").Scan(&version, &storeDB); err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	var one int
+	openJSON := admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM OPENJSON(N'[1]');`).Scan(&one) == nil
+	own := cfg.Database == ""
+	if own {
+		if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+quoteName(name)+";"); err != nil {
+			return nil, fmt.Errorf("creating the scratch database %s (the login needs CREATE DATABASE; or give an empty database of yours with --database): %w", name, err)
+		}
+	} else {
+		name = cfg.Database
+	}
+	scratchDSN, err := sqlserver.DSNWithDatabase(cfg.DSN, name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := mssql.NewConnector(scratchDSN)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(c)
+	if !own {
+		var tables int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'readpast[_]%' AND name <> N'readpast_schema_migrations';").Scan(&tables); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("looking into database %s: %w", name, err)
+		}
+		if tables > 0 {
+			_ = db.Close()
+			return nil, fmt.Errorf("database %s holds ReadPast tables: selftest needs an empty database it may migrate up and down", name)
+		}
+	}
+	drop := func(ctx context.Context) error {
+		_ = db.Close()
+		if !own {
+			return nil // the down migrations emptied it (probeMigrateDown)
+		}
+		admin := sql.OpenDB(connector)
+		defer admin.Close()
+		stmt := "ALTER DATABASE " + quoteName(name) + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\nDROP DATABASE " + quoteName(name) + ";"
+		if strings.Contains(version, "Babelfish") {
+			stmt = "DROP DATABASE " + quoteName(name) + ";" // no ALTER DATABASE there
+		}
+		_, err := admin.ExecContext(ctx, stmt)
+		return err
+	}
+	return &scratch{dsn: scratchDSN, where: "database " + name, server: firstLine(version), db: db, remove: drop,
+		storeDB: storeDB, openJSON: openJSON}, nil
+}
+
+func quoteName(s string) string { return "[" + strings.ReplaceAll(s, "]", "]]") + "]" }
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(s)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
