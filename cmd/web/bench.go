@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,9 @@ import (
 	"readpast/internal/queue/open"
 	"readpast/internal/target"
 )
+
+// benchParts are the parts --only may name.
+var benchParts = []string{"throughput", "latency", "depth", "idle", "backlog", "purge"}
 
 // benchCmd runs `readpast bench`: it measures this build on the store a DSN
 // names and prints a table, then the same figures as JSON. Use a scratch
@@ -33,7 +37,9 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	rate := fs.Float64("latency-rate", 20, "latency: tasks per second")
 	depths := fs.String("depths", "1000,100000,1000000", "depth: pending depths to measure claims at")
 	idleFor := fs.Duration("idle-for", 10*time.Second, "idle: how long to watch an idle node")
-	only := fs.String("only", "", "comma-separated parts to run: throughput, latency, depth, idle (default all)")
+	backlogN := fs.Int("backlog", 1000000, "backlog: tasks of a full group, and tasks delayed, ahead of the ready ones")
+	purgeN := fs.Int("purge", 1000000, "purge: finished tasks to purge while claiming")
+	only := fs.String("only", "", "comma-separated parts to run: throughput, latency, depth, idle, backlog, purge (default all)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -51,8 +57,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	parts := map[string]bool{}
 	for _, p := range strings.Split(*only, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			if p != "throughput" && p != "latency" && p != "depth" && p != "idle" {
-				fmt.Fprintf(errOut, "readpast bench: --only %q: parts are throughput, latency, depth, idle\n", p)
+			if !slices.Contains(benchParts, p) {
+				fmt.Fprintf(errOut, "readpast bench: --only %q: parts are %s\n", p, strings.Join(benchParts, ", "))
 				return 2
 			}
 			parts[p] = true
@@ -96,7 +102,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 		}()
 	}
 	r, err := bench.Run(ctx, bench.Config{Store: s, Target: tgt, Dialect: s.Dialect(), DSN: *dsn, Tasks: *tasks, Workers: *nworkers,
-		Nodes: *nodes, LatencyTasks: *latTasks, LatencyRate: *rate, Depths: ds, IdleFor: *idleFor, Only: parts, Progress: errOut})
+		Nodes: *nodes, LatencyTasks: *latTasks, LatencyRate: *rate, Depths: ds, IdleFor: *idleFor, Backlog: *backlogN,
+		PurgeHistory: *purgeN, Only: parts, Progress: errOut})
 	if r != nil {
 		r.WriteTable(out)
 		enc := json.NewEncoder(out)

@@ -27,7 +27,8 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			dsn := testenv.NewDSN(t, d)
 			var out, errOut bytes.Buffer
 			code := benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "400", "--workers", "8",
-				"--latency-tasks", "20", "--latency-rate", "100", "--depths", "50,200", "--idle-for", "2s"},
+				"--latency-tasks", "20", "--latency-rate", "100", "--depths", "50,200", "--idle-for", "2s",
+				"--backlog", "300", "--only", "throughput,latency,depth,idle,backlog"},
 				envOf(nil), &out, &errOut)
 			require.Equal(t, 0, code, "stderr:\n%s", errOut.String())
 			text := out.String()
@@ -50,6 +51,12 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			require.Positive(t, r.Latency.StartP50)
 			require.LessOrEqual(t, r.Latency.StartP50, r.Latency.FinishP50)
 			require.Len(t, r.Depth, 3, "each depth, and the first again with history")
+			require.Len(t, r.Backlog, 4, "no backlog, a full group, delayed, both")
+			require.Equal(t, 600, r.Backlog[3].Blocked)
+			for _, b := range r.Backlog {
+				require.Positive(t, b.P50, b.Backlog)
+			}
+
 			require.NotNil(t, r.Idle)
 			require.LessOrEqual(t, r.Idle.PerQueuePerSec, 2.0)
 
@@ -58,7 +65,8 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			// idles, and reports the depths it finds.
 			out.Reset()
 			code = benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "300", "--workers", "8",
-				"--latency-tasks", "10", "--latency-rate", "100", "--depths", "100,200", "--idle-for", "2s"},
+				"--latency-tasks", "10", "--latency-rate", "100", "--depths", "100,200", "--idle-for", "2s",
+				"--backlog", "300", "--purge", "400"},
 				envOf(nil), &out, &errOut)
 			require.Equal(t, 0, code, "stderr:\n%s", errOut.String())
 			text = out.String()
@@ -69,6 +77,11 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			require.Len(t, r.Depth, 2, "the history is there already")
 			require.Equal(t, 200, r.Depth[0].Pending, "the depth found, not the one asked for")
 			require.Equal(t, 200, r.Depth[0].Finished)
+			require.Equal(t, 300, r.Backlog[1].Blocked, "the backlogs are found, not built again")
+			// The purge part runs last: it purges every finished task.
+			require.NotNil(t, r.Purge)
+			require.GreaterOrEqual(t, r.Purge.Finished, 400, "its history and whatever else had finished")
+			require.Positive(t, r.Purge.ClaimsDuring)
 		})
 	}
 }

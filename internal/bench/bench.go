@@ -34,7 +34,13 @@ type Config struct {
 	Depths []int
 	// Idle: how long to watch an idle node; default 10s
 	IdleFor time.Duration
-	// Which parts to run: throughput, latency, depth, idle (default all)
+	// Backlog: tasks that cannot run now (a full group's, delayed ones) ahead
+	// of the ready ones; default 1M
+	Backlog int
+	// Purge: finished tasks to purge while claiming; default 1M
+	PurgeHistory int
+	// Which parts to run: throughput, latency, depth, idle, backlog, purge
+	// (default all)
 	Only   map[string]bool
 	Logger *slog.Logger
 	// Progress receives a line per step.
@@ -48,6 +54,8 @@ type Report struct {
 	Latency    *LatencyResult     `json:"latency,omitempty"`
 	Depth      []DepthResult      `json:"depth,omitempty"`
 	Idle       *IdleResult        `json:"idle,omitempty"`
+	Backlog    []BacklogResult    `json:"backlog,omitempty"`
+	Purge      *PurgeResult       `json:"purge,omitempty"`
 	Extra      map[string]float64 `json:"extra,omitempty"`
 }
 
@@ -73,6 +81,12 @@ func (c *Config) defaults() {
 	if c.IdleFor == 0 {
 		c.IdleFor = 10 * time.Second
 	}
+	if c.Backlog == 0 {
+		c.Backlog = 1000000
+	}
+	if c.PurgeHistory == 0 {
+		c.PurgeHistory = 1000000
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -87,9 +101,11 @@ func (c *Config) wants(part string) bool { return len(c.Only) == 0 || c.Only[par
 func Run(ctx context.Context, c Config) (*Report, error) {
 	c.defaults()
 	r := &Report{Dialect: c.Dialect}
-	// An earlier run may have been stopped inside the depth part.
-	if err := pauseDepthQueue(ctx, c.Store, true); err != nil {
-		return r, fmt.Errorf("pausing %s: %w", depthQueue, err)
+	// An earlier run may have been stopped inside a part that keeps tasks.
+	for _, q := range keptQueues() {
+		if err := pauseQueue(ctx, c.Store, q, true); err != nil {
+			return r, fmt.Errorf("pausing %s: %w", q, err)
+		}
 	}
 	var err error
 	if c.wants("throughput") {
@@ -110,6 +126,17 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if c.wants("depth") {
 		if r.Depth, err = depth(ctx, c); err != nil {
 			return r, fmt.Errorf("depth: %w", err)
+		}
+	}
+	if c.wants("backlog") {
+		if r.Backlog, err = backlog(ctx, c); err != nil {
+			return r, fmt.Errorf("backlog: %w", err)
+		}
+	}
+	// Last: it purges every finished task of the store.
+	if c.wants("purge") {
+		if r.Purge, err = purge(ctx, c); err != nil {
+			return r, fmt.Errorf("purge: %w", err)
 		}
 	}
 	return r, nil
@@ -167,4 +194,14 @@ func enqueueBulk(ctx context.Context, s queue.Store, k int, t queue.NewTask) (fl
 		}
 	}
 	return float64(k) / time.Since(start).Seconds(), nil
+}
+
+// keptQueues are the queues whose pending tasks stay from run to run, paused
+// whenever their part does not measure them.
+func keptQueues() []string {
+	out := []string{depthQueue, purgeQueue}
+	for _, b := range backlogs {
+		out = append(out, b.queue)
+	}
+	return out
 }

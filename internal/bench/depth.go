@@ -69,7 +69,7 @@ func depth(ctx context.Context, c Config) ([]DepthResult, error) {
 		out = append(out, r)
 		if h := c.Depths[len(c.Depths)-1]; i == 0 && history < h {
 			fmt.Fprintf(c.Progress, "depth: adding %d finished tasks to the history\n", h-history)
-			if err := addHistory(ctx, c, h-history); err != nil {
+			if err := addFinished(ctx, c, historyQueue, h-history); err != nil {
 				return out, err
 			}
 			history = h
@@ -83,42 +83,64 @@ func depth(ctx context.Context, c Config) ([]DepthResult, error) {
 }
 
 func pauseDepthQueue(ctx context.Context, s queue.Store, paused bool) error {
-	_, err := s.UpdateQueue(ctx, depthQueue, queue.QueueUpdate{Paused: &paused, Actor: "bench"})
+	return pauseQueue(ctx, s, depthQueue, paused)
+}
+
+// pauseQueue pauses or resumes queue q. The parts that keep pending tasks
+// between runs pause their queues while they do not measure them, so no
+// node of another part takes those tasks; a paused queue refuses claims.
+func pauseQueue(ctx context.Context, s queue.Store, q string, paused bool) error {
+	_, err := s.UpdateQueue(ctx, q, queue.QueueUpdate{Paused: &paused, Actor: "bench"})
 	return err
 }
 
-// measureClaims claims one task at a time and releases it, timing the claims
-// only. A released task is pending again at once, so the depth stays what the
-// report says (finishing them would drain 500 tasks per measurement).
+// measureClaims claims at the depth part's queue.
 func measureClaims(ctx context.Context, s queue.Store, pending, history int) (DepthResult, error) {
-	var took []time.Duration
-	for i := 0; i < depthClaims; i++ {
-		start := time.Now()
-		got, err := s.Claim(ctx, queue.ClaimParams{Queue: depthQueue, Owner: "bench/depth", Limit: 1, LeaseDuration: time.Minute})
-		took = append(took, time.Since(start))
-		if err != nil {
-			return DepthResult{}, err
-		}
-		if len(got) != 1 {
-			return DepthResult{}, fmt.Errorf("claim at depth %d returned %d tasks", pending, len(got))
-		}
-		now := time.Now()
-		if _, err := s.Release(ctx, []queue.Attempt{{Lease: got[0].Lease(), Outcome: queue.OutcomeCancelled,
-			Error: "released by the depth benchmark", StartedAt: now, FinishedAt: now}}); err != nil {
-			return DepthResult{}, err
-		}
+	took, err := claimAndRelease(ctx, s, depthQueue, depthClaims, nil)
+	if err != nil {
+		return DepthResult{}, fmt.Errorf("at depth %d: %w", pending, err)
 	}
-	sortDurations(took)
 	return DepthResult{Pending: pending, Finished: history, Claims: depthClaims, P50: percentile(took, 50), P99: percentile(took, 99)}, nil
 }
 
-// addHistory enqueues n tasks and marks them finished directly in SQL: a
-// million real finish transactions would take longer than the measurement and
-// leave the same rows. The finished counts the store keeps beside the tasks
-// (readpast_counts) are set to what the queue now holds, as a finish would
-// have kept them.
-func addHistory(ctx context.Context, c Config, n int) error {
-	if _, err := enqueueBulk(ctx, c.Store, n, queue.NewTask{Queue: historyQueue, Body: noop}); err != nil {
+// claimAndRelease claims one task of q at a time n times, checks it (check may
+// be nil) and releases it, timing the claims only; the times come back
+// sorted. A released task is pending again at once, so the queue stays as
+// it was (finishing the tasks would drain n per measurement).
+func claimAndRelease(ctx context.Context, s queue.Store, q string, n int, check func(*queue.Task) error) ([]time.Duration, error) {
+	took := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		got, err := s.Claim(ctx, queue.ClaimParams{Queue: q, Owner: "bench/claims", Limit: 1, LeaseDuration: time.Minute})
+		took = append(took, time.Since(start))
+		if err != nil {
+			return nil, err
+		}
+		if len(got) != 1 {
+			return nil, fmt.Errorf("a claim of queue %s returned %d tasks", q, len(got))
+		}
+		if check != nil {
+			if err := check(got[0]); err != nil {
+				return nil, err
+			}
+		}
+		now := time.Now()
+		if _, err := s.Release(ctx, []queue.Attempt{{Lease: got[0].Lease(), Outcome: queue.OutcomeCancelled,
+			Error: "released by the benchmark", StartedAt: now, FinishedAt: now}}); err != nil {
+			return nil, err
+		}
+	}
+	sortDurations(took)
+	return took, nil
+}
+
+// addFinished enqueues n tasks on queue q and marks them finished directly in
+// SQL: a million real finish transactions would take longer than the
+// measurement and leave the same rows. The finished counts the store keeps
+// beside the tasks (readpast_counts) are set to what the queue now holds, as
+// a finish would have kept them.
+func addFinished(ctx context.Context, c Config, q string, n int) error {
+	if _, err := enqueueBulk(ctx, c.Store, n, queue.NewTask{Queue: q, Body: noop}); err != nil {
 		return err
 	}
 	now := map[string]string{"postgres": "now()", "sqlserver": "SYSUTCDATETIME()",
@@ -128,6 +150,6 @@ func addHistory(ctx context.Context, c Config, n int) error {
 		DELETE FROM readpast_counts WHERE queue = '%[2]s';
 		INSERT INTO readpast_counts (queue, state, n)
 		SELECT queue, state, count(*) FROM readpast_tasks
-		 WHERE queue = '%[2]s' AND state IN ('succeeded', 'failed', 'cancelled') GROUP BY queue, state;`, now, historyQueue), nil)
+		 WHERE queue = '%[2]s' AND state IN ('succeeded', 'failed', 'cancelled') GROUP BY queue, state;`, now, q), nil)
 	return err
 }
