@@ -98,6 +98,9 @@ func measureBacklog(ctx context.Context, c Config, name, q string, group, delaye
 		if _, err := enqueueBulk(ctx, c.Store, backlogReady, queue.NewTask{Queue: q, Body: noop, Priority: ptr(5)}); err != nil {
 			return r, err
 		}
+		if err := analyze(ctx, c); err != nil {
+			return r, err
+		}
 	}
 	took, err := claimAndRelease(ctx, c.Store, q, depthClaims, func(t *queue.Task) error {
 		if t.Group != "" || t.Priority != 5 {

@@ -153,3 +153,14 @@ func addFinished(ctx context.Context, c Config, q string, n int) error {
 		 WHERE queue = '%[2]s' AND state IN ('succeeded', 'failed', 'cancelled') GROUP BY queue, state;`, now, q), nil)
 	return err
 }
+
+// analyze brings the server's statistics of the tasks up to date after a
+// bulk load, as autovacuum (PostgreSQL), auto-update statistics (SQL Server)
+// or a node's next optimize (SQLite) would soon after: the measurement is of
+// a steady state, not of the minute after a million rows arrived at once.
+func analyze(ctx context.Context, c Config) error {
+	stmt := map[string]string{"postgres": "ANALYZE readpast_tasks", "sqlserver": "UPDATE STATISTICS dbo.readpast_tasks;",
+		"sqlite": "ANALYZE"}[c.Dialect]
+	_, err := c.Target.Run(ctx, stmt, nil)
+	return err
+}

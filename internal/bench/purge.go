@@ -50,6 +50,9 @@ func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 	if err := addFinished(ctx, c, purgeHistory, c.PurgeHistory); err != nil {
 		return nil, err
 	}
+	if err := analyze(ctx, c); err != nil {
+		return nil, err
+	}
 	quiet, err := claimAndRelease(ctx, c.Store, purgeQueue, depthClaims, nil)
 	if err != nil {
 		return nil, err

@@ -206,9 +206,12 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 	"overlap_skip_waits_for_the_latest_run_allow_does_not": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		skip := b.createSchedule(t, queue.ScheduleDef{Name: "skip", Cron: "* * * * * *", Task: queue.ScheduleTask{Queue: "ov", Body: "SELECT 1"}})
-		b.createSchedule(t, queue.ScheduleDef{Name: "allow", Cron: "* * * * * *", Overlap: queue.OverlapAllow,
+		allow := b.createSchedule(t, queue.ScheduleDef{Name: "allow", Cron: "* * * * * *", Overlap: queue.OverlapAllow,
 			Task: queue.ScheduleTask{Queue: "ov2", Body: "SELECT 1"}})
-		at := skip.NextFireAt.Add(time.Second) // both are due by then
+		at := skip.NextFireAt.Add(time.Second) // both are due by then, however long the creates took
+		if allow.NextFireAt.After(skip.NextFireAt) {
+			at = allow.NextFireAt.Add(time.Second)
+		}
 		first := b.fireAt(t, at)
 		require.Len(t, first.Fired, 2)
 		for _, f := range first.Fired {

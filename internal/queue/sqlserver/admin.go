@@ -17,7 +17,7 @@ func (s *Store) Cancel(ctx context.Context, id int64, actor string) (queue.State
 		return "", err
 	}
 	var before, after sql.NullString
-	err := retryDeadlock(ctx, func() error {
+	err := retryConflicts(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 			return c.QueryRowContext(ctx, cancelBatch.text, taskActorArgs(id, actor)...).Scan(&before, &after)
 		})
@@ -44,7 +44,7 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 		before   sql.NullString
 		conflict bool
 	)
-	err := retryDeadlock(ctx, func() error {
+	err := retryConflicts(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 			return c.QueryRowContext(ctx, retryBatch.text, taskActorArgs(id, actor)...).Scan(&before, &conflict)
 		})

@@ -99,10 +99,14 @@ func retryDeadlock(ctx context.Context, fn func() error) error {
 const conflictRetries = 5
 
 // retryConflicts is retryDeadlock for batches that insert keys another
-// transaction may insert at the same moment (enqueue: a new queue, group or
-// chain name, a unique key). The loser's batch was rolled back whole
-// (XACT_ABORT) after waiting for the winner's commit, so running it again finds
-// the winner's row.
+// transaction may insert at the same moment: enqueue (a new queue, group or
+// chain name, a unique key) and every batch that upserts a rollup row (a
+// finish, cancel, retry or purge, a transactional completion, a schedule's
+// run). On SQL Server the rollup upserts' range lock keeps a second inserter
+// waiting, so only enqueue ever gets here; where it does not hold (Babelfish)
+// the loser fails on the key. Either way the loser's batch was rolled back
+// whole (XACT_ABORT) after waiting for the winner's commit, so running it
+// again finds the winner's row.
 func retryConflicts(ctx context.Context, fn func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := retryDeadlock(ctx, fn)

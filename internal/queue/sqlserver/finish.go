@@ -112,7 +112,7 @@ func (s *Store) finishAll(ctx context.Context, attempts []queue.Attempt, mode fi
 // finishOne ends one attempt in its own transaction, retrying a deadlock victim.
 func (s *Store) finishOne(ctx context.Context, a queue.Attempt, mode finishMode) (queue.FinishResult, error) {
 	var res queue.FinishResult
-	err := retryDeadlock(ctx, func() error {
+	err := retryConflicts(ctx, func() error {
 		var err error
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 			res, err = runFinish(ctx, c, finishBatch.text, a, mode)

@@ -75,7 +75,7 @@ func (s *Store) purge(ctx context.Context, what string, q query, cutoff time.Tim
 		return 0, err
 	}
 	var n int64
-	err = retryDeadlock(ctx, func() error {
+	err = retryConflicts(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 			return c.QueryRowContext(ctx, q.text, args...).Scan(&n)
 		})

@@ -73,7 +73,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 		return queue.Enqueued{}, err
 	}
 	var out queue.Enqueued
-	err := retryDeadlock(ctx, func() error {
+	err := retryConflicts(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 			if _, err := c.ExecContext(ctx, beginTranXact); err != nil {
 				return err
@@ -162,7 +162,7 @@ func fireArgs(f queue.ScheduleFire) []any {
 // FireSchedule implements queue.Store.
 func (s *Store) FireSchedule(ctx context.Context, f queue.ScheduleFire) (queue.Fired, error) {
 	var out queue.Fired
-	err := retryDeadlock(ctx, func() error {
+	err := retryConflicts(ctx, func() error {
 		out = queue.Fired{}
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
 			if _, err := c.ExecContext(ctx, beginTranXact); err != nil {

@@ -46,7 +46,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 		a.StartedAt = time.Now()
 	}
 	var res queue.TxResult
-	err = retryDeadlock(ctx, func() error {
+	err = retryConflicts(ctx, func() error {
 		var err error
 		res, err = s.runTransactionalOnce(ctx, a, runs)
 		return err
