@@ -44,7 +44,8 @@ type apiEnv struct {
 	srv     *httptest.Server
 	server  *Server
 	store   queue.Store
-	dbPath  string // the SQLite file; "" on other dialects
+	db      *testenv.Env // the store's database, for what tests read outside the store
+	dbPath  string       // the SQLite file; "" on other dialects
 	node    *workers.Node
 	metrics *Metrics
 }
@@ -59,7 +60,7 @@ func newAPIEnv(t testing.TB, o apiOpts) *apiEnv {
 	dsn := testenv.NewDSN(t, o.dialect)
 	s := testenv.OpenStore(t, dsn, queue.Options{MaxBodyBytes: 4096})
 	require.NoError(t, s.Migrate(ctx))
-	e := &apiEnv{t: t, ctx: ctx, store: s, metrics: NewMetrics()}
+	e := &apiEnv{t: t, ctx: ctx, store: s, metrics: NewMetrics(), db: &testenv.Env{Ctx: ctx, Dialect: o.dialect, DSN: dsn, Store: s}}
 	if o.dialect == testenv.SQLite {
 		_, e.dbPath, _ = queue.ParseDSN(dsn)
 	}
@@ -177,6 +178,20 @@ func (e *apiEnv) auditRows() []string {
 	}
 	require.NoError(e.t, rows.Err())
 	return out
+}
+
+// audited counts the audit rows of one change, on any dialect.
+func (e *apiEnv) audited(t *testing.T, actor, action, target string) int64 {
+	t.Helper()
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	return e.db.QueryInt(t, "SELECT count(*) FROM readpast_audit WHERE actor = "+quote(actor)+
+		" AND action = "+quote(action)+" AND target = "+quote(target))
+}
+
+// auditCount counts every audit row.
+func (e *apiEnv) auditCount(t *testing.T) int64 {
+	t.Helper()
+	return e.db.QueryInt(t, "SELECT count(*) FROM readpast_audit")
 }
 
 // newJar is a browser's cookie jar.

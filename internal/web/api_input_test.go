@@ -105,8 +105,8 @@ func TestAPIRefusesWhatItCannotStoreAsSent(t *testing.T) {
 }
 
 // written is what a request could have written: the newest task, every
-// queue's settings and counts, every group. Equal before and after, nothing
-// was written.
+// queue's settings and counts, every group, every schedule. Equal before and
+// after, nothing was written.
 func (e *apiEnv) written(t testing.TB) string {
 	t.Helper()
 	newest, err := e.store.List(e.ctx, queue.ListParams{Limit: 1})
@@ -114,6 +114,8 @@ func (e *apiEnv) written(t testing.TB) string {
 	qs, err := e.store.Queues(e.ctx)
 	require.NoError(t, err)
 	gs, err := e.store.Groups(e.ctx)
+	require.NoError(t, err)
+	ss, err := e.store.Schedules(e.ctx)
 	require.NoError(t, err)
 	var b strings.Builder
 	for _, task := range newest {
@@ -124,6 +126,9 @@ func (e *apiEnv) written(t testing.TB) string {
 	}
 	for _, g := range gs {
 		fmt.Fprintf(&b, "group %q %d %s\n", g.Name, g.MaxRunning, g.UpdatedAt)
+	}
+	for _, s := range ss {
+		fmt.Fprintf(&b, "schedule %q version %d next %s\n", s.Name, s.Version, s.NextFireAt)
 	}
 	return b.String()
 }
