@@ -76,6 +76,10 @@ func (u *Pages) enqueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !script && res[0].Duplicate {
+		u.flash(c, fmt.Sprintf("Already enqueued: task %d is unfinished with that key (%s); nothing new was created.", ids[0], tasks[0].UniqueKey))
+		return c.Redirect(http.StatusSeeOther, taskURL(ids[0]))
+	}
 	q := tasks[0].Queue
 	if q == "" {
 		q = queue.DefaultQueue
@@ -97,6 +101,7 @@ func readTaskForm(c echo.Context) templates.TaskForm {
 		Group: v("group"), Chain: v("chain"), Stage: v("stage"),
 		MaxAttempts: v("max_attempts"), TimeoutSeconds: v("timeout_seconds"),
 		Transactional: c.FormValue("transactional") == "true", ContinueOnFailure: c.FormValue("continue_on_failure") == "true",
+		UniqueKey: v("unique_key"),
 	}
 }
 
@@ -130,6 +135,7 @@ func parseTaskForm(f templates.TaskForm, script bool) (queue.NewTask, map[string
 	}
 	if !script {
 		whole("stage", f.Stage, &t.Stage)
+		t.UniqueKey = f.UniqueKey // one key for a chain's many tasks would keep all but the first out
 	}
 	if f.TimeoutSeconds != "" {
 		s, err := strconv.ParseFloat(f.TimeoutSeconds, 64)
