@@ -180,6 +180,30 @@ func (e *apiEnv) auditRows() []string {
 	return out
 }
 
+// eachDialect runs fn as a parallel subtest on every dialect that can run
+// here (testenv.Dialects: SQLite, PostgreSQL, and SQL Server when configured).
+func eachDialect(t *testing.T, fn func(t *testing.T, d testenv.Dialect)) {
+	t.Helper()
+	for _, d := range testenv.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+// refused makes a request without credentials and checks its refusal: the
+// status, the field it names ("" for none) and what the message says.
+func (e *apiEnv) refused(t *testing.T, method, path, body string, status int, field, want string) {
+	t.Helper()
+	r := e.call(method, path, "", body)
+	require.Equal(t, status, r.status, "%s", r.body)
+	var b api.ErrorBody
+	r.json(t, &b)
+	require.Equal(t, field, b.Field, "%s", r.body)
+	require.Contains(t, b.Error, want)
+}
+
 // audited counts the audit rows of one change, on any dialect.
 func (e *apiEnv) audited(t *testing.T, actor, action, target string) int64 {
 	t.Helper()

@@ -14,7 +14,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/sqlscript"
 	"readpast/internal/web/auth"
@@ -32,16 +31,10 @@ func (u *Pages) enqueueForm(c echo.Context) error {
 }
 
 func (u *Pages) renderEnqueue(c echo.Context, status int, v templates.Enqueue) error {
-	ctx, cancel := ops.Bound(c.Request().Context())
-	defer cancel()
-	qs, err := u.store.Queues(ctx)
-	if err != nil {
+	var err error
+	if v.Page, v.Queues, err = u.formPage(c, "enqueue", "Enqueue"); err != nil {
 		return err
 	}
-	for _, q := range qs {
-		v.Queues = append(v.Queues, q.Name)
-	}
-	v.Page = u.page(c, "enqueue", "Enqueue", templates.Live{}, qs)
 	return render(c, status, templates.EnqueuePage(v))
 }
 

@@ -45,21 +45,15 @@ func (u *Pages) editScheduleForm(c echo.Context) error {
 }
 
 func (u *Pages) renderScheduleForm(c echo.Context, status int, v templates.ScheduleEdit) error {
-	ctx, cancel := ops.Bound(c.Request().Context())
-	defer cancel()
-	qs, err := u.store.Queues(ctx)
-	if err != nil {
-		return err
-	}
-	for _, q := range qs {
-		v.Queues = append(v.Queues, q.Name)
-	}
-	v.Zones = zoneSuggestions
 	title := "New schedule"
 	if v.Edit {
 		title = "Edit schedule " + v.Form.Name
 	}
-	v.Page = u.page(c, "schedules", title, templates.Live{}, qs)
+	var err error
+	if v.Page, v.Queues, err = u.formPage(c, "schedules", title); err != nil {
+		return err
+	}
+	v.Zones = zoneSuggestions
 	return render(c, status, templates.ScheduleFormPage(v))
 }
 

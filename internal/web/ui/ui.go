@@ -119,6 +119,22 @@ func (u *Pages) page(c echo.Context, nav, title string, live templates.Live, qs 
 	return p
 }
 
+// formPage is the frame of a form's page (not live), and the queues' names,
+// which the form's queue field suggests.
+func (u *Pages) formPage(c echo.Context, nav, title string) (templates.Page, []string, error) {
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	qs, err := u.store.Queues(ctx)
+	if err != nil {
+		return templates.Page{}, nil, err
+	}
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	return u.page(c, nav, title, templates.Live{}, qs), names, nil
+}
+
 // totals sums the queues' counts per state for the header.
 func totals(qs []queue.Queue) []templates.StateCount {
 	out := make([]templates.StateCount, 0, len(queue.States))
