@@ -13,6 +13,10 @@ import (
 // actor's; each operation then wakes this node's scheduler, so a change made
 // here takes effect at once rather than at the next poll.
 
+// UpcomingShown is how many of its next fire times a schedule is shown with,
+// on the page and in the API.
+const UpcomingShown = 5
+
 // CreateSchedule stores a new schedule, due at its first fire time after now.
 // A taken name gives queue.ErrExists.
 func (o *Ops) CreateSchedule(ctx context.Context, actor string, d queue.ScheduleDef) (*queue.Schedule, error) {

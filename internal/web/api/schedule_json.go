@@ -7,9 +7,6 @@ import (
 	"readpast/internal/queue"
 )
 
-// upcomingShown is how many of its next fire times a schedule is shown with.
-const upcomingShown = 5
-
 // scheduleIn is POST /api/schedules: a schedule's definition, its task
 // template flat beside it, with the names and defaults of POST /api/tasks.
 type scheduleIn struct {
@@ -174,7 +171,7 @@ func toSchedule(s *queue.Schedule) Schedule {
 	if s.Task.Priority != nil {
 		o.Priority = *s.Task.Priority
 	}
-	for _, at := range ops.UpcomingFires(s, upcomingShown) {
+	for _, at := range ops.UpcomingFires(s, ops.UpcomingShown) {
 		o.NextFireTimes = append(o.NextFireTimes, FireTime{UTC: at.UTC(), Local: at})
 	}
 	if s.LastTaskID != 0 {

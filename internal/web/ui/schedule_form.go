@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -41,7 +42,7 @@ func (u *Pages) editScheduleForm(c echo.Context) error {
 		return err
 	}
 	return u.renderScheduleForm(c, http.StatusOK, templates.ScheduleEdit{Edit: true, Action: scheduleURL(name) + "/edit",
-		Form: formOf(s), Preview: showFireTimes(ops.UpcomingFires(s, upcomingShown))})
+		Form: formOf(s), Preview: showFireTimes(ops.UpcomingFires(s, ops.UpcomingShown))})
 }
 
 func (u *Pages) renderScheduleForm(c echo.Context, status int, v templates.ScheduleEdit) error {
@@ -96,22 +97,23 @@ func (u *Pages) updateSchedule(c echo.Context) error {
 // or the store's, shows the form again with the message next to its field.
 func (u *Pages) submitSchedule(c echo.Context, v templates.ScheduleEdit, save func(queue.ScheduleDef) error) error {
 	d, errs := parseScheduleForm(v.Form)
-	if len(errs) == 0 {
-		var err error
-		if c.FormValue("action") == "preview" {
-			times, perr := u.ops.PreviewSchedule(d, u.now(), upcomingShown)
-			if err = perr; err == nil {
-				v.Preview = showFireTimes(times)
-				return u.renderScheduleForm(c, http.StatusOK, v)
-			}
-		} else if err = save(d); err == nil {
-			return nil
-		}
-		if errs, err = scheduleRefusal(err, d.Name); err != nil {
-			return err
-		}
+	if len(errs) > 0 {
+		v.Errors = errs
+		return u.renderScheduleForm(c, http.StatusUnprocessableEntity, v)
 	}
-	v.Errors = errs
+	var err error
+	if c.FormValue("action") == "preview" {
+		var times []time.Time
+		if times, err = u.ops.PreviewSchedule(d, u.now(), ops.UpcomingShown); err == nil {
+			v.Preview = showFireTimes(times)
+			return u.renderScheduleForm(c, http.StatusOK, v)
+		}
+	} else if err = save(d); err == nil {
+		return nil
+	}
+	if v.Errors, err = scheduleRefusal(err, d.Name); err != nil {
+		return err
+	}
 	return u.renderScheduleForm(c, http.StatusUnprocessableEntity, v)
 }
 

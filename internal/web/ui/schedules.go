@@ -14,9 +14,6 @@ import (
 	"readpast/web/templates"
 )
 
-// upcomingShown is how many of its next fire times a schedule is shown with.
-const upcomingShown = 5
-
 // schedules lists every schedule with its next fire times and latest run.
 func (u *Pages) schedules(c echo.Context) error {
 	ctx, cancel := ops.Bound(c.Request().Context())
@@ -51,7 +48,7 @@ func scheduleRow(s *queue.Schedule, now time.Time, operate bool) templates.Sched
 	r := templates.ScheduleRow{ID: s.ID, Name: s.Name, Cron: s.Cron, Zone: s.TimeZone, Paused: s.Paused,
 		Overlap: overlapText(s.Overlap), Misfire: misfireText(s.Misfire), Queue: s.Task.Queue,
 		Body: firstLine(s.Task.Body, 80), TasksURL: withQuery("/tasks", "schedule", s.Name),
-		Next: showFireTimes(ops.UpcomingFires(s, upcomingShown)), LastFire: lastFire(s)}
+		Next: showFireTimes(ops.UpcomingFires(s, ops.UpcomingShown)), LastFire: lastFire(s)}
 	if s.LastTaskID != 0 {
 		r.LastRun = &templates.ScheduleRun{TaskID: s.LastTaskID, URL: taskURL(s.LastTaskID), State: string(s.LastTaskState),
 			Finished: showTime(s.LastTaskFinishedAt, now)}
