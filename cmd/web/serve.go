@@ -14,6 +14,7 @@ import (
 	"readpast/internal/logs"
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
+	"readpast/internal/schedule"
 	"readpast/internal/target"
 	"readpast/internal/web"
 	"readpast/internal/workers"
@@ -26,9 +27,11 @@ func serveCmd(ctx context.Context, args []string, getenv func(string) string, _,
 	})
 }
 
-// serve runs the dashboard and this node's workers until ctx ends, then shuts
-// down in order: HTTP (so no new work arrives) → workers (drain within the
-// grace period, release the rest) → store and target connections.
+// serve runs the dashboard, this node's scheduler and its workers until ctx
+// ends, then shuts down in order: HTTP (so no new work arrives) → scheduler
+// (no new fires) → workers (drain within the grace period, release the rest)
+// → store and target connections. Every node runs a scheduler: there is no
+// leader, the store makes each fire time one task (docs/SCHEDULES.md).
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	store, err := open.Store(ctx, cfg.DSN, queue.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
 	if err != nil {
@@ -54,11 +57,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 
+	scheduler := schedule.New(store, log, schedule.Config{Poll: cfg.Poll, Enqueued: node.Wake})
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	handler, err := web.New(web.Deps{Store: store, Node: node, Logger: log, Version: version, Lease: cfg.Lease,
+	handler, err := web.New(web.Deps{Store: store, Node: node, Scheduler: scheduler, Logger: log, Version: version, Lease: cfg.Lease,
 		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken, MaxBodyBytes: cfg.MaxBodyBytes, Metrics: metrics,
 		TargetDialect: tgt.Dialect()})
 	if err != nil {
@@ -76,6 +81,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	log.Info("ReadPast is serving", "url", "http://"+ln.Addr().String(), "store", where, "node", node.ID(), "auth", auth)
 
+	schedCtx, stopScheduler := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopScheduler()
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); _ = scheduler.Run(schedCtx) }()
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNode()
 	var wg sync.WaitGroup
@@ -108,6 +117,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err := handler.CloseLive(shutCtx); err != nil {
 		log.Warn("closing live dashboard connections", "err", err)
 	}
+	stopScheduler()
+	<-schedDone
 	stopNode()
 	wg.Wait()
 	return err

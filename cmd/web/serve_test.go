@@ -37,22 +37,54 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// served is a `readpast serve` running in the test, on its own address.
+type served struct {
+	addr string
+	logs *syncBuffer
+	stop func() int // cancels serve and returns its exit code
+}
+
+// startServe runs serve with args after --dsn and --listen, and waits until
+// it says where it listens.
+func startServe(t *testing.T, dsn string, args ...string) served {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"--dsn", dsn, "--listen", addr}, args...), envOf(nil), logs, logs)
+	}()
+	stopped := false
+	stop := func() int {
+		t.Helper()
+		if stopped {
+			return 0
+		}
+		stopped = true
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(30 * time.Second):
+			t.Fatalf("serve did not stop; logs:\n%s", logs.String())
+			return -1
+		}
+	}
+	t.Cleanup(func() { stop() })
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "url=http://"+addr) }, 20*time.Second, 20*time.Millisecond,
+		"one log line must give the URL; logs:\n%s", logs.String())
+	return served{addr: addr, logs: logs, stop: stop}
+}
+
 // serve runs end to end on a fresh SQLite file: it migrates, says where it
 // listens, answers health checks, runs a task and stops cleanly on cancel.
 func TestServeRunsAndStops(t *testing.T) {
 	t.Parallel()
 	dsn := filepath.Join(t.TempDir(), "readpast.db")
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--dsn", dsn, "--listen", addr, "--poll", "50ms", "--grace", "1s"}, envOf(nil), &logs, &logs)
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "url=http://"+addr) }, 20*time.Second, 20*time.Millisecond,
-		"one log line must give the URL; logs:\n%s", logs.String())
+	srv := startServe(t, dsn, "--poll", "50ms", "--grace", "1s")
 	for _, path := range []string{"/healthz", "/readyz"} {
-		res, err := http.Get("http://" + addr + path)
+		res, err := http.Get("http://" + srv.addr + path)
 		require.NoError(t, err)
 		res.Body.Close()
 		require.Equal(t, http.StatusOK, res.StatusCode, path)
@@ -68,14 +100,8 @@ func TestServeRunsAndStops(t *testing.T) {
 		return err == nil && task.State == queue.StateSucceeded
 	}, 20*time.Second, 20*time.Millisecond, "the node's workers must run the task")
 
-	cancel()
-	select {
-	case code := <-done:
-		require.Equal(t, 0, code, "logs:\n%s", logs.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-	require.Contains(t, logs.String(), "node stopped")
+	require.Equal(t, 0, srv.stop(), "logs:\n%s", srv.logs.String())
+	require.Contains(t, srv.logs.String(), "node stopped")
 }
 
 func TestVersionAndMigrateStatus(t *testing.T) {

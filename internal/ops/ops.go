@@ -1,7 +1,8 @@
 // Package ops is what an operator does to the queue: enqueue, cancel, retry,
-// change a queue's settings, set a group's limit. The JSON API and the
-// dashboard's forms both call it, so each operation (its validation, its store
-// calls, its effect on this node's workers, its time limit) exists once.
+// change a queue's settings, set a group's limit, create, change, run and
+// delete schedules. The JSON API and the dashboard's forms both call it, so
+// each operation (its validation, its store calls, its effect on this node's
+// workers and scheduler, its time limit) exists once.
 //
 // Every operation records who did it (the actor) and is bounded by Timeout.
 package ops
@@ -34,20 +35,46 @@ type Node interface {
 	CancelTask(id int64) bool
 }
 
-// Ops performs the operations on a store and this node.
-type Ops struct {
-	store queue.Store
-	node  Node // nil: no workers in this process
+// Scheduler is this process's schedule.Scheduler, as the operations steer it.
+type Scheduler interface {
+	// Wake makes it look at the schedules now, after a change made here
+	// (other nodes see it at their next poll).
+	Wake()
 }
 
-// New returns the operations on store; node may be nil.
-func New(store queue.Store, node Node) *Ops {
-	return &Ops{store: store, node: node}
+// Deps is what the operations act on.
+type Deps struct {
+	Store     queue.Store
+	Node      Node      // nil: no workers in this process
+	Scheduler Scheduler // nil: no scheduler in this process
+	// MaxBodyBytes is the store's body limit (0: queue.DefaultMaxBodyBytes),
+	// for the checks made without the store (a schedule's preview).
+	MaxBodyBytes int
+}
+
+// Ops performs the operations on a store and this node.
+type Ops struct {
+	store   queue.Store
+	node    Node
+	sched   Scheduler
+	maxBody int
+}
+
+// New returns the operations on d.Store.
+func New(d Deps) *Ops {
+	return &Ops{store: d.Store, node: d.Node, sched: d.Scheduler, maxBody: d.MaxBodyBytes}
 }
 
 // wake tells this node's idle workers of the queue about new work.
 func (o *Ops) wake(queueName string) {
 	if o.node != nil {
 		o.node.Wake(queueName)
+	}
+}
+
+// wakeScheduler makes this node's scheduler look at the schedules now.
+func (o *Ops) wakeScheduler() {
+	if o.sched != nil {
+		o.sched.Wake()
 	}
 }

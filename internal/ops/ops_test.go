@@ -80,13 +80,33 @@ func (s boundedStore) Groups(ctx context.Context) ([]queue.Group, error) {
 	return s.Store.Groups(ctx)
 }
 
+func (s boundedStore) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
+	s.check(ctx, "CreateSchedule")
+	return s.Store.CreateSchedule(ctx, d, actor)
+}
+
+func (s boundedStore) UpdateSchedule(ctx context.Context, name string, u queue.ScheduleUpdate) (*queue.Schedule, error) {
+	s.check(ctx, "UpdateSchedule")
+	return s.Store.UpdateSchedule(ctx, name, u)
+}
+
+func (s boundedStore) DeleteSchedule(ctx context.Context, name, actor string) error {
+	s.check(ctx, "DeleteSchedule")
+	return s.Store.DeleteSchedule(ctx, name, actor)
+}
+
+func (s boundedStore) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+	s.check(ctx, "RunSchedule")
+	return s.Store.RunSchedule(ctx, name, actor)
+}
+
 // Every operation records its actor, bounds its store calls, and tells this
 // node's workers what concerns them: an enqueue, a retry or a settings change
 // wakes the queue's workers; cancelling a running task stops it here.
 func TestOperations(t *testing.T) {
 	testenv.ForEachDialect(t, func(t *testing.T, e *testenv.Env) {
 		n := &node{}
-		o := ops.New(boundedStore{Store: e.Store, t: t}, n)
+		o := ops.New(ops.Deps{Store: boundedStore{Store: e.Store, t: t}, Node: n})
 		ctx := context.Background() // no deadline: the operations add theirs
 
 		res, err := o.Enqueue(ctx, "operator:ann", []queue.NewTask{

@@ -44,7 +44,8 @@ type apiEnv struct {
 	srv     *httptest.Server
 	server  *Server
 	store   queue.Store
-	dbPath  string // the SQLite file; "" on other dialects
+	db      *testenv.Env // the store's database, for what tests read outside the store
+	dbPath  string       // the SQLite file; "" on other dialects
 	node    *workers.Node
 	metrics *Metrics
 }
@@ -59,7 +60,7 @@ func newAPIEnv(t testing.TB, o apiOpts) *apiEnv {
 	dsn := testenv.NewDSN(t, o.dialect)
 	s := testenv.OpenStore(t, dsn, queue.Options{MaxBodyBytes: 4096})
 	require.NoError(t, s.Migrate(ctx))
-	e := &apiEnv{t: t, ctx: ctx, store: s, metrics: NewMetrics()}
+	e := &apiEnv{t: t, ctx: ctx, store: s, metrics: NewMetrics(), db: &testenv.Env{Ctx: ctx, Dialect: o.dialect, DSN: dsn, Store: s}}
 	if o.dialect == testenv.SQLite {
 		_, e.dbPath, _ = queue.ParseDSN(dsn)
 	}
@@ -177,6 +178,44 @@ func (e *apiEnv) auditRows() []string {
 	}
 	require.NoError(e.t, rows.Err())
 	return out
+}
+
+// eachDialect runs fn as a parallel subtest on every dialect that can run
+// here (testenv.Dialects: SQLite, PostgreSQL, and SQL Server when configured).
+func eachDialect(t *testing.T, fn func(t *testing.T, d testenv.Dialect)) {
+	t.Helper()
+	for _, d := range testenv.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+// refused makes a request without credentials and checks its refusal: the
+// status, the field it names ("" for none) and what the message says.
+func (e *apiEnv) refused(t *testing.T, method, path, body string, status int, field, want string) {
+	t.Helper()
+	r := e.call(method, path, "", body)
+	require.Equal(t, status, r.status, "%s", r.body)
+	var b api.ErrorBody
+	r.json(t, &b)
+	require.Equal(t, field, b.Field, "%s", r.body)
+	require.Contains(t, b.Error, want)
+}
+
+// audited counts the audit rows of one change, on any dialect.
+func (e *apiEnv) audited(t *testing.T, actor, action, target string) int64 {
+	t.Helper()
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	return e.db.QueryInt(t, "SELECT count(*) FROM readpast_audit WHERE actor = "+quote(actor)+
+		" AND action = "+quote(action)+" AND target = "+quote(target))
+}
+
+// auditCount counts every audit row.
+func (e *apiEnv) auditCount(t *testing.T) int64 {
+	t.Helper()
+	return e.db.QueryInt(t, "SELECT count(*) FROM readpast_audit")
 }
 
 // newJar is a browser's cookie jar.

@@ -27,7 +27,7 @@ func classify(err error) (status int, body api.ErrorBody) {
 		return http.StatusRequestEntityTooLarge, api.ErrorBody{Error: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
 	case errors.Is(err, queue.ErrNotFound):
 		return http.StatusNotFound, api.ErrorBody{Error: err.Error()}
-	case errors.Is(err, queue.ErrInvalidState), errors.Is(err, queue.ErrLeaseLost):
+	case errors.Is(err, queue.ErrInvalidState), errors.Is(err, queue.ErrLeaseLost), errors.Is(err, queue.ErrExists):
 		return http.StatusConflict, api.ErrorBody{Error: err.Error()}
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, api.ErrorBody{Error: "the store did not answer in time: " + err.Error()}

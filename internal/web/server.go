@@ -41,10 +41,13 @@ type Node interface {
 
 // Deps is what New needs.
 type Deps struct {
-	Store   queue.Store
-	Node    Node // nil: no workers in this process
-	Logger  *slog.Logger
-	Version string
+	Store queue.Store
+	Node  Node // nil: no workers in this process
+	// Scheduler is this process's scheduler, woken after a schedule is
+	// created, changed, resumed or run here; nil: none in this process.
+	Scheduler ops.Scheduler
+	Logger    *slog.Logger
+	Version   string
 	// OperatorToken and ViewerToken are the role secrets. With neither set the
 	// dashboard is in local mode: it only ever listens on loopback (the binary
 	// refuses otherwise) and every request acts as the operator "local".
@@ -92,7 +95,7 @@ func New(d Deps) (*Server, error) {
 	if d.Node != nil {
 		nodeID = d.Node.ID()
 	}
-	operations := ops.New(d.Store, d.Node)
+	operations := ops.New(ops.Deps{Store: d.Store, Node: d.Node, Scheduler: d.Scheduler, MaxBodyBytes: d.MaxBodyBytes})
 	dialect := d.TargetDialect
 	if dialect == "" {
 		dialect = d.Store.Dialect()

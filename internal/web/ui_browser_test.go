@@ -45,6 +45,8 @@ func TestBrowserScreenshots(t *testing.T) {
 		{"task-waiting", fmt.Sprintf("/tasks/%d", pending[0].ID)},
 		{"logs", "/logs"},
 		{"nodes", "/nodes"},
+		{"schedules", "/schedules"},
+		{"schedule-edit", "/schedules/nightly-index-rebuild/edit"},
 		{"enqueue", "/tasks/new"},
 		{"enqueue-script", "/tasks/new?mode=script"},
 	}
@@ -56,7 +58,7 @@ func TestBrowserScreenshots(t *testing.T) {
 		bg, err := chromedp.Run(tab, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('header.top')).backgroundColor`))
 		require.NoError(t, err)
 		require.NotEqual(t, "rgba(0, 0, 0, 0)", bg, "%s: the stylesheet applies", p.path)
-		if p.name != "enqueue" && p.name != "enqueue-script" {
+		if !strings.HasPrefix(p.name, "enqueue") && p.name != "schedule-edit" {
 			require.Eventually(t, func() bool { return liveOn(tab) }, 10*time.Second, 50*time.Millisecond,
 				"%s: the live socket connects", p.path)
 		}

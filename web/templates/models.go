@@ -6,7 +6,7 @@ package templates
 // Page is what the layout of every page needs.
 type Page struct {
 	Title      string
-	Nav        string // the active section: overview, tasks, logs, nodes, enqueue
+	Nav        string // the active section: overview, tasks, schedules, logs, nodes, enqueue
 	CSSURL     string
 	JSURL      string
 	CSRFField  string // the form field name of the CSRF token
@@ -48,10 +48,12 @@ type Action struct {
 	Hidden []KV
 }
 
-// KV is a label and its value, e.g. one line of a task's properties.
+// KV is a label and its value, e.g. one line of a task's properties; with
+// URL the value links there.
 type KV struct {
 	Key   string
 	Value string
+	URL   string
 }
 
 // Time is a formatted instant: Short for the table, Full (RFC 3339) for the tooltip.
@@ -96,12 +98,13 @@ type QueueRow struct {
 
 // TaskFilter is the tasks page's filter bar.
 type TaskFilter struct {
-	State  string
-	Queue  string
-	Group  string
-	Chain  string
-	States []string
-	Queues []string
+	State    string
+	Queue    string
+	Group    string
+	Chain    string
+	Schedule string
+	States   []string
+	Queues   []string
 }
 
 // Tasks is the tasks page: filter, one keyset page of rows, links to move on.
@@ -242,6 +245,7 @@ type TaskForm struct {
 	TimeoutSeconds    string
 	Transactional     bool
 	ContinueOnFailure bool
+	UniqueKey         string
 }
 
 // Enqueue is the enqueue page: one task, or a script that becomes a chain.

@@ -66,4 +66,10 @@ func (h *Handler) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	g.GET("/groups", h.listGroups, auth.NoStore, view)
 	g.PUT("/groups/:name", h.setGroup, auth.NoStore, operate)
 	g.GET("/nodes", h.listNodes, auth.NoStore, view)
+	g.GET("/schedules", h.listSchedules, auth.NoStore, view)
+	g.POST("/schedules", h.createSchedule, auth.NoStore, operate)
+	g.GET("/schedules/:name", h.getSchedule, auth.NoStore, view)
+	g.PATCH("/schedules/:name", h.updateSchedule, auth.NoStore, operate)
+	g.DELETE("/schedules/:name", h.deleteSchedule, auth.NoStore, operate)
+	g.POST("/schedules/:name/run", h.runSchedule, auth.NoStore, operate)
 }

@@ -70,6 +70,15 @@ func (o *optional[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return json.UnmarshalDecode(dec, &o.V)
 }
 
+// ptr is the field's value (its zero value when null), or nil when absent.
+func (o optional[T]) ptr() *T {
+	if !o.Set {
+		return nil
+	}
+	v := o.V
+	return &v
+}
+
 // queuePatch is PATCH /api/queues/{name}; absent fields stay as they are.
 type queuePatch struct {
 	Workers    optional[int]  `json:"workers"`

@@ -29,6 +29,7 @@ type taskIn struct {
 	TimeoutSeconds    *float64 `json:"timeout_seconds"`
 	Transactional     bool     `json:"transactional"`
 	ContinueOnFailure bool     `json:"continue_on_failure"`
+	UniqueKey         string   `json:"unique_key"`
 }
 
 // newTask converts and validates the input; prefix goes before field names in
@@ -38,7 +39,7 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 		return queue.NewTask{}, &queue.ValidationError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)}
 	}
 	t := queue.NewTask{Queue: in.Queue, Body: in.Body, Priority: in.Priority, Group: in.Group, Chain: in.Chain,
-		Transactional: in.Transactional, ContinueOnFailure: in.ContinueOnFailure}
+		Transactional: in.Transactional, ContinueOnFailure: in.ContinueOnFailure, UniqueKey: in.UniqueKey}
 	if in.Stage != nil {
 		t.Stage = *in.Stage
 	}
@@ -64,14 +65,32 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 		}
 		t.AvailableAt = at.UTC()
 	}
-	if s := in.TimeoutSeconds; s != nil {
-		if *s < 0 || *s > maxTimeoutSeconds {
-			return bad("timeout_seconds", "is %g: use 0 (no limit) to %d", *s, maxTimeoutSeconds)
-		}
-		t.Timeout = time.Duration(*s * float64(time.Second))
+	var err error
+	if t.Timeout, err = timeoutOf(prefix, in.TimeoutSeconds); err != nil {
+		return queue.NewTask{}, err
 	}
 	n, err := t.Normalize(maxBody)
 	return n, prefixed(prefix, err)
+}
+
+// timeoutOf reads a timeout_seconds field: nil and 0 are no limit.
+func timeoutOf(prefix string, s *float64) (time.Duration, error) {
+	switch {
+	case s == nil:
+		return 0, nil
+	case *s < 0 || *s > maxTimeoutSeconds:
+		return 0, &queue.ValidationError{Field: prefix + "timeout_seconds", Reason: fmt.Sprintf("is %g: use 0 (no limit) to %d", *s, maxTimeoutSeconds)}
+	}
+	return time.Duration(*s * float64(time.Second)), nil
+}
+
+// timeoutSeconds is a timeout as the API shows it: null for no limit.
+func timeoutSeconds(d time.Duration) *float64 {
+	if d <= 0 {
+		return nil
+	}
+	s := d.Seconds()
+	return &s
 }
 
 // prefixed names the field of a validation error as the API does: with its
@@ -114,6 +133,18 @@ type Task struct {
 	SessionID         *string    `json:"session_id"`
 	CancelRequested   bool       `json:"cancel_requested"`
 	ChainWait         bool       `json:"chain_wait"`
+	UniqueKey         *string    `json:"unique_key"`
+	Schedule          *string    `json:"schedule"` // the schedule that created it
+	FireAt            *time.Time `json:"fire_at"`  // the fire time it is the run of; null for a run now
+}
+
+// Enqueued answers an enqueue of one task (POST /api/tasks, a schedule's
+// run now): the task, and whether it is an unfinished task that held the
+// unique key already (or the schedule's unfinished latest run), in which case
+// nothing was created.
+type Enqueued struct {
+	Task
+	Duplicate bool `json:"duplicate"`
 }
 
 // TaskDetail is GET /api/tasks/{id}: the task, why it waits, and its attempts.
@@ -129,11 +160,8 @@ func toTask(t *queue.Task) Task {
 		Transactional: t.Transactional, ContinueOnFailure: t.ContinueOnFailure, State: string(t.State),
 		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: orNull(t.CreatedBy), StartedAt: optTime(t.StartedAt),
 		FinishedAt: optTime(t.FinishedAt), LastError: orNull(t.LastError), CancelRequested: t.CancelRequested,
-		ChainWait: t.ChainWait}
-	if t.Timeout > 0 {
-		s := t.Timeout.Seconds()
-		o.TimeoutSeconds = &s
-	}
+		ChainWait: t.ChainWait, TimeoutSeconds: timeoutSeconds(t.Timeout), UniqueKey: orNull(t.UniqueKey),
+		Schedule: orNull(t.Schedule), FireAt: optTime(t.FireAt)}
 	if t.State == queue.StateRunning {
 		o.LeaseOwner, o.LeaseExpiresAt, o.SessionID = orNull(t.LeaseOwner), optTime(t.LeaseExpiresAt), orNull(t.SessionID)
 	}

@@ -13,7 +13,8 @@ import (
 	"readpast/internal/web/request"
 )
 
-// createTask is POST /api/tasks: one task, answered 201 with the stored task.
+// createTask is POST /api/tasks: one task, answered 201 with the stored task,
+// or 200 with the unfinished task that has its unique key (duplicate).
 func (h *Handler) createTask(c echo.Context) error {
 	var in taskIn
 	if err := h.decodeJSON(c, &in); err != nil {
@@ -27,8 +28,24 @@ func (h *Handler) createTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(echo.HeaderLocation, "/api/tasks/"+strconv.FormatInt(res[0].ID, 10))
-	return h.answerTask(c, http.StatusCreated, res[0].ID)
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	stored, err := h.d.Store.Get(ctx, res[0].ID)
+	if err != nil {
+		return err
+	}
+	return answerEnqueued(c, stored, res[0].Duplicate)
+}
+
+// answerEnqueued answers an enqueue of one task: 201 with its Location when
+// it was created, 200 when duplicate (nothing was created).
+func answerEnqueued(c echo.Context, t *queue.Task, duplicate bool) error {
+	status := http.StatusOK
+	if !duplicate {
+		status = http.StatusCreated
+		c.Response().Header().Set(echo.HeaderLocation, "/api/tasks/"+strconv.FormatInt(t.ID, 10))
+	}
+	return WriteJSON(c, status, Enqueued{Task: toTask(t), Duplicate: duplicate})
 }
 
 // answerTask answers with the task as the store has it now.
@@ -95,7 +112,23 @@ func (h *Handler) createBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(c, http.StatusCreated, map[string]any{"ids": queue.IDs(res)})
+	out := BatchAnswer{IDs: queue.IDs(res), Duplicate: make([]bool, len(res))}
+	status := http.StatusOK // every task was a duplicate: nothing was created
+	for i, r := range res {
+		out.Duplicate[i] = r.Duplicate
+		if !r.Duplicate {
+			status = http.StatusCreated
+		}
+	}
+	return WriteJSON(c, status, out)
+}
+
+// BatchAnswer is POST /api/tasks/batch's answer: each task's id, in the order
+// given, and whether it was a duplicate (an unfinished task of its queue had
+// its unique key: that task's id is given and nothing was created for it).
+type BatchAnswer struct {
+	IDs       []int64 `json:"ids"`
+	Duplicate []bool  `json:"duplicate"`
 }
 
 // TaskPage is GET /api/tasks.
@@ -104,14 +137,15 @@ type TaskPage struct {
 	NextCursor *int64 `json:"next_cursor"`
 }
 
-// listTasks is GET /api/tasks?state=&queue=&group=&chain=&limit=&cursor=,
+// listTasks is GET /api/tasks?state=&queue=&group=&chain=&schedule=&limit=&cursor=,
 // newest first; next_cursor (the last id) fetches the next page.
 func (h *Handler) listTasks(c echo.Context) error {
-	q, err := queryParams(c, "state", "queue", "group", "chain", "limit", "cursor")
+	q, err := queryParams(c, "state", "queue", "group", "chain", "schedule", "limit", "cursor")
 	if err != nil {
 		return err
 	}
-	p := queue.ListParams{State: queue.State(q.Get("state")), Queue: q.Get("queue"), Group: q.Get("group"), Chain: q.Get("chain")}
+	p := queue.ListParams{State: queue.State(q.Get("state")), Queue: q.Get("queue"), Group: q.Get("group"), Chain: q.Get("chain"),
+		Schedule: q.Get("schedule")}
 	limit, err := intParam(q, "limit", 1)
 	if err != nil {
 		return err

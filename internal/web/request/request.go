@@ -23,6 +23,12 @@ func TaskID(c echo.Context) (int64, error) {
 	return id, nil
 }
 
+// ScheduleName reads the :name path parameter of a schedule.
+func ScheduleName(c echo.Context) (string, error) {
+	name := PathParam(c, "name")
+	return name, queue.CheckScheduleName("name", name)
+}
+
 // PathParam returns a path parameter, unescaped (names may hold '/' as %2F).
 func PathParam(c echo.Context, name string) string {
 	v := c.Param(name)
@@ -56,12 +62,17 @@ func WantsHTML(r *http.Request) bool {
 	return IsPage(r) && strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// CheckTaskFilter refuses a task list filter that no queue, group or chain
-// can match because no name can hold it (a NUL, invalid UTF-8): a store would
-// fail on it rather than find nothing.
+// CheckTaskFilter refuses a task list filter that no queue, group, chain or
+// schedule can match because no name can hold it (a NUL, invalid UTF-8): a
+// store would fail on it rather than find nothing.
 func CheckTaskFilter(p queue.ListParams) error {
 	if p.Queue != "" {
 		if err := queue.CheckQueueName("queue", p.Queue); err != nil {
+			return err
+		}
+	}
+	if p.Schedule != "" {
+		if err := queue.CheckScheduleName("schedule", p.Schedule); err != nil {
 			return err
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/sqlscript"
 	"readpast/internal/web/auth"
@@ -32,16 +31,10 @@ func (u *Pages) enqueueForm(c echo.Context) error {
 }
 
 func (u *Pages) renderEnqueue(c echo.Context, status int, v templates.Enqueue) error {
-	ctx, cancel := ops.Bound(c.Request().Context())
-	defer cancel()
-	qs, err := u.store.Queues(ctx)
-	if err != nil {
+	var err error
+	if v.Page, v.Queues, err = u.formPage(c, "enqueue", "Enqueue"); err != nil {
 		return err
 	}
-	for _, q := range qs {
-		v.Queues = append(v.Queues, q.Name)
-	}
-	v.Page = u.page(c, "enqueue", "Enqueue", templates.Live{}, qs)
 	return render(c, status, templates.EnqueuePage(v))
 }
 
@@ -76,6 +69,10 @@ func (u *Pages) enqueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !script && res[0].Duplicate {
+		u.flash(c, fmt.Sprintf("Already enqueued: task %d is unfinished with that key (%s); nothing new was created.", ids[0], tasks[0].UniqueKey))
+		return c.Redirect(http.StatusSeeOther, taskURL(ids[0]))
+	}
 	q := tasks[0].Queue
 	if q == "" {
 		q = queue.DefaultQueue
@@ -97,6 +94,7 @@ func readTaskForm(c echo.Context) templates.TaskForm {
 		Group: v("group"), Chain: v("chain"), Stage: v("stage"),
 		MaxAttempts: v("max_attempts"), TimeoutSeconds: v("timeout_seconds"),
 		Transactional: c.FormValue("transactional") == "true", ContinueOnFailure: c.FormValue("continue_on_failure") == "true",
+		UniqueKey: v("unique_key"),
 	}
 }
 
@@ -130,6 +128,7 @@ func parseTaskForm(f templates.TaskForm, script bool) (queue.NewTask, map[string
 	}
 	if !script {
 		whole("stage", f.Stage, &t.Stage)
+		t.UniqueKey = f.UniqueKey // one key for a chain's many tasks would keep all but the first out
 	}
 	if f.TimeoutSeconds != "" {
 		s, err := strconv.ParseFloat(f.TimeoutSeconds, 64)

@@ -18,7 +18,7 @@ import (
 // whose views have the same key share one set of queries and one message.
 type liveView struct {
 	key     string
-	kind    string // overview, tasks, task, logs, nodes
+	kind    string // overview, tasks, task, logs, nodes, schedules
 	operate bool   // rows carry the operator's buttons
 	tasks   queue.ListParams
 	logs    queue.LogQuery
@@ -52,13 +52,16 @@ func parseLiveView(q url.Values, operate bool) (liveView, error) {
 		v.key, v.back = "overview", "/"
 	case "nodes":
 		v.key, v.back = "nodes", "/nodes"
+	case "schedules":
+		v.key, v.back = "schedules|"+role, "/schedules"
 	case "tasks":
 		p, err := tasksParams(q)
 		if err != nil {
 			return v, err
 		}
 		v.tasks = p
-		v.back = withQuery("/tasks", "state", string(p.State), "queue", p.Queue, "group", p.Group, "chain", p.Chain, "before", beforeParam(p.Before))
+		v.back = withQuery("/tasks", "state", string(p.State), "queue", p.Queue, "group", p.Group, "chain", p.Chain,
+			"schedule", p.Schedule, "before", beforeParam(p.Before))
 		v.key = "tasks|" + role + "|" + v.back
 	case "logs":
 		lq, err := logsParams(q)
@@ -75,7 +78,7 @@ func parseLiveView(q url.Values, operate bool) (liveView, error) {
 		v.taskID, v.back = id, taskURL(id)
 		v.key = "task|" + role + "|" + strconv.FormatInt(id, 10)
 	default:
-		return v, &queue.ValidationError{Field: "view", Reason: fmt.Sprintf("%q is not one of overview, tasks, task, logs, nodes", v.kind)}
+		return v, &queue.ValidationError{Field: "view", Reason: fmt.Sprintf("%q is not one of overview, tasks, task, logs, nodes, schedules", v.kind)}
 	}
 	return v, nil
 }
@@ -167,6 +170,16 @@ func (u *views) loadView(ctx context.Context, v liveView, sh shared) (viewState,
 	case "nodes":
 		if err := section("nodes", templates.NodeList(u.nodeViewsOf(sh.nodes))); err != nil {
 			return st, err
+		}
+	case "schedules":
+		rows, err := u.scheduleRows(ctx, v.operate)
+		if err != nil {
+			return st, err
+		}
+		for _, r := range rows {
+			if err := add(r.ID, templates.ScheduleRowView(liveRowPage, r)); err != nil {
+				return st, err
+			}
 		}
 	}
 	return st, nil

@@ -95,6 +95,18 @@ func taskProps(t *queue.Task, now time.Time) []templates.KV {
 		{Key: "started", Value: when(t.StartedAt)},
 		{Key: "finished", Value: when(t.FinishedAt)},
 	}
+	if t.UniqueKey != "" {
+		props = append(props, templates.KV{Key: "unique key", Value: t.UniqueKey})
+	}
+	if t.Schedule != "" {
+		fire := "run now (outside the fire times)"
+		if !t.FireAt.IsZero() {
+			fire = when(t.FireAt)
+		}
+		props = append(props,
+			templates.KV{Key: "schedule", Value: t.Schedule, URL: scheduleAnchor(t.Schedule)},
+			templates.KV{Key: "fire time", Value: fire})
+	}
 	if t.State == queue.StateRunning {
 		props = append(props,
 			templates.KV{Key: "running for", Value: runningFor(t.StartedAt, now)},

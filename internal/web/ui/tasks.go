@@ -14,7 +14,7 @@ import (
 	"readpast/web/templates"
 )
 
-// tasks lists tasks newest first, filtered by state, queue, group and chain,
+// tasks lists tasks newest first, filtered by state, queue, group, chain and schedule,
 // one keyset page at a time (?before=<id>).
 func (u *Pages) tasks(c echo.Context) error {
 	ctx, cancel := ops.Bound(c.Request().Context())
@@ -29,7 +29,7 @@ func (u *Pages) tasks(c echo.Context) error {
 		list, err = u.store.List(ctx, p)
 	}
 	status, live := http.StatusOK, templates.Live{View: "tasks", Query: liveQuery(tasksQuery(p), p.Before)}
-	v := templates.Tasks{Filter: templates.TaskFilter{State: string(p.State), Queue: p.Queue, Group: p.Group, Chain: p.Chain}}
+	v := templates.Tasks{Filter: templates.TaskFilter{State: string(p.State), Queue: p.Queue, Group: p.Group, Chain: p.Chain, Schedule: p.Schedule}}
 	if err != nil {
 		if !queue.IsValidation(err) {
 			return err
@@ -65,7 +65,8 @@ func liveQuery(filter string, before int64) string {
 // tasksParams reads the filter; an unknown state is refused with a message.
 func tasksParams(q url.Values) (queue.ListParams, error) {
 	p := queue.ListParams{State: queue.State(strings.TrimSpace(q.Get("state"))), Queue: strings.TrimSpace(q.Get("queue")),
-		Group: strings.TrimSpace(q.Get("group")), Chain: strings.TrimSpace(q.Get("chain")), Limit: tasksPageSize}
+		Group: strings.TrimSpace(q.Get("group")), Chain: strings.TrimSpace(q.Get("chain")),
+		Schedule: strings.TrimSpace(q.Get("schedule")), Limit: tasksPageSize}
 	if p.State != "" && !p.State.Valid() {
 		return p, &queue.ValidationError{Field: "state", Reason: strconv.Quote(string(p.State)) + " is not one of pending, running, succeeded, failed, cancelled"}
 	}
@@ -81,7 +82,8 @@ func tasksParams(q url.Values) (queue.ListParams, error) {
 
 // tasksQuery is the filter as a query string (without the page cursor).
 func tasksQuery(p queue.ListParams) string {
-	return strings.TrimPrefix(withQuery("", "state", string(p.State), "queue", p.Queue, "group", p.Group, "chain", p.Chain), "?")
+	return strings.TrimPrefix(withQuery("", "state", string(p.State), "queue", p.Queue, "group", p.Group, "chain", p.Chain,
+		"schedule", p.Schedule), "?")
 }
 
 func lastTaskID(list []*queue.Task) int64 {

@@ -78,6 +78,16 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.GET("/logs", u.logs, view)
 	e.GET("/logs/export", u.exportLogs, view)
 	e.GET("/nodes", u.nodes, view)
+	e.GET("/schedules", u.schedules, view)
+	e.GET("/schedules/new", u.newScheduleForm, operate)
+	e.POST("/schedules/new", u.createSchedule, operate)
+	e.GET("/schedules/:name/edit", u.editScheduleForm, operate)
+	e.POST("/schedules/:name/edit", u.updateSchedule, operate)
+	e.POST("/schedules/:name/run", u.runSchedule, operate)
+	e.POST("/schedules/:name/pause", u.pauseSchedule, operate)
+	e.POST("/schedules/:name/resume", u.resumeSchedule, operate)
+	e.GET("/schedules/:name/delete", u.deleteScheduleForm, operate)
+	e.POST("/schedules/:name/delete", u.deleteSchedule, operate)
 	e.POST("/queues", u.addQueue, operate)
 	e.POST("/queues/:name", u.updateQueue, operate)
 	e.GET("/ws", u.hub.serve, view)
@@ -107,6 +117,22 @@ func (u *Pages) page(c echo.Context, nav, title string, live templates.Live, qs 
 	}
 	p.Totals = totals(qs)
 	return p
+}
+
+// formPage is the frame of a form's page (not live), and the queues' names,
+// which the form's queue field suggests.
+func (u *Pages) formPage(c echo.Context, nav, title string) (templates.Page, []string, error) {
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	qs, err := u.store.Queues(ctx)
+	if err != nil {
+		return templates.Page{}, nil, err
+	}
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	return u.page(c, nav, title, templates.Live{}, qs), names, nil
 }
 
 // totals sums the queues' counts per state for the header.

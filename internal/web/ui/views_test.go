@@ -22,12 +22,16 @@ func TestLiveRowsEscapeScriptBody(t *testing.T) {
 	e := testenv.New(t, testenv.SQLite)
 	evil := `<script>alert(1)</script>`
 	id := e.Enqueue(t, queue.NewTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`})[0]
+	_, err := e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "s", Cron: "@daily",
+		Task: queue.ScheduleTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`}}, "test")
+	require.NoError(t, err)
 	u := newViews(e.Store, nil, time.Second, slog.New(slog.DiscardHandler))
-	for _, v := range []url.Values{{"view": {"tasks"}}, {"view": {"task"}, "id": {fmt.Sprint(id)}}} {
+	for _, v := range []url.Values{{"view": {"tasks"}}, {"view": {"task"}, "id": {fmt.Sprint(id)}}, {"view": {"schedules"}}} {
 		view, err := parseLiveView(v, true)
 		require.NoError(t, err)
 		st, err := u.loadView(e.Ctx, view, shared{})
 		require.NoError(t, err)
+		require.NotEmpty(t, len(st.rows)+len(st.sections), "%v shows something", v)
 		for _, html := range st.rows {
 			require.NotContains(t, html, evil)
 			require.Contains(t, html, "&lt;script&gt;")

@@ -62,7 +62,8 @@ func SeedAttempts(t *testing.T, ctx context.Context, s queue.Store, q string, n,
 
 // SeedDemo fills the store with what a working day looks like: several queues
 // with history, failures, a delayed task, a chain waiting on its first stage,
-// a paused queue and tasks running now (when a node runs them).
+// a paused queue, tasks running now (when a node runs them), and schedules:
+// a nightly job in Paris time that has run, an hourly one, a paused one.
 func SeedDemo(t *testing.T, ctx context.Context, s queue.Store) {
 	t.Helper()
 	four, two, ten := 4, 2, 10
@@ -95,4 +96,19 @@ func SeedDemo(t *testing.T, ctx context.Context, s queue.Store) {
 		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 2, Body: "VACUUM"},
 	)
 	enqueue(queue.NewTask{Queue: "etl", Body: SlowBody + " -- long load", Priority: &ten})
+
+	one := 1
+	for _, d := range []queue.ScheduleDef{
+		{Name: "nightly-index-rebuild", Cron: "0 1 * * *", TimeZone: "Europe/Paris",
+			Task: queue.ScheduleTask{Queue: "maintenance", Body: "REINDEX", MaxAttempts: one, Timeout: 2 * time.Hour}},
+		{Name: "hourly-stats", Cron: "@hourly", Overlap: queue.OverlapAllow,
+			Task: queue.ScheduleTask{Queue: "reports", Body: "ANALYZE"}},
+		{Name: "month-end-close", Cron: "0 2 28-31 * *", TimeZone: "America/New_York", Paused: true, Misfire: queue.MisfireSkip,
+			Task: queue.ScheduleTask{Queue: "billing", Body: "EXEC dbo.close_period"}},
+	} {
+		_, err := s.CreateSchedule(ctx, d, "seed")
+		require.NoError(t, err)
+	}
+	_, err := s.RunSchedule(ctx, "nightly-index-rebuild", "seed")
+	require.NoError(t, err)
 }
