@@ -45,13 +45,17 @@ type NewTask struct {
 
 var queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
-// ValidQueueName reports whether name may name a queue: 1–64 letters, digits or _ . : -
-func ValidQueueName(name string) bool { return queueNamePattern.MatchString(name) }
+// ValidQueueName reports whether name may name a queue (or a schedule): 1–64
+// letters, digits or _ . : -, and not only dots ("." and ".." in a URL path
+// mean the directory and its parent, not a name).
+func ValidQueueName(name string) bool {
+	return queueNamePattern.MatchString(name) && strings.Trim(name, ".") != ""
+}
 
 // CheckQueueName returns a *ValidationError when name cannot name a queue.
 func CheckQueueName(field, name string) error {
 	if !ValidQueueName(name) {
-		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a queue name: use 1 to 64 letters, digits, '_', '.', ':' or '-'", name)}
+		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a queue name: use 1 to 64 letters, digits, '_', '.', ':' or '-', not only dots", name)}
 	}
 	return nil
 }

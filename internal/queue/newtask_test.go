@@ -54,3 +54,19 @@ func TestNormalizeRefusesWhatCannotBeStoredAsSent(t *testing.T) {
 	_, err = NormalizeAll([]NewTask{{Body: "SELECT 1"}, {Body: "SELECT 1", Group: strings.Repeat("g", MaxNameLength+1)}}, 0)
 	require.ErrorContains(t, err, "tasks[1].group")
 }
+
+// A queue or schedule name goes into URLs: "." and ".." would name the
+// directory and its parent there, so names of dots only are refused.
+func TestNamesOfDotsOnlyAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{".", "..", "..."} {
+		if ValidQueueName(name) || CheckQueueName("queue", name) == nil || CheckScheduleName("name", name) == nil {
+			t.Errorf("%q is accepted as a name", name)
+		}
+	}
+	for _, name := range []string{"a.b", ".hidden", "v1.2", "x..y"} {
+		if !ValidQueueName(name) {
+			t.Errorf("%q is refused", name)
+		}
+	}
+}

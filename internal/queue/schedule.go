@@ -256,7 +256,7 @@ type Fired struct {
 // schedule. The rule is a queue name's: a schedule's name goes into URLs.
 func CheckScheduleName(field, name string) error {
 	if !ValidQueueName(name) {
-		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a schedule name: use 1 to 64 letters, digits, '_', '.', ':' or '-'", name)}
+		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a schedule name: use 1 to 64 letters, digits, '_', '.', ':' or '-', not only dots", name)}
 	}
 	return nil
 }
