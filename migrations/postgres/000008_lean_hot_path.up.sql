@@ -79,12 +79,21 @@ BEGIN
     -- tasks: due delayed ones, ready grouped ones (one index probe each), in
     -- one statement. Only a capped queue locks its row, so claimers of an
     -- uncapped queue never touch a shared row.
+    --
+    -- Each probe reads the first row of its index in that index's own order,
+    -- never "does any row match" (EXISTS): the planner costs an EXISTS as the
+    -- first match of a scan, and where the queue's tasks are not spread like
+    -- the table's (one queue's delayed backlog, another's grouped one) it
+    -- took a scan of the whole table for a few rows; no other index and no
+    -- scan gives this order without reading everything first.
     SELECT q.paused, q.max_running,
-           EXISTS (SELECT 1 FROM readpast_tasks d
-                    WHERE d.queue = p_queue AND d.state = 'pending' AND d.delayed AND d.available_at <= now()),
-           EXISTS (SELECT 1 FROM readpast_tasks t
-                    WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
-                      AND t.group_name IS NOT NULL)
+           coalesce((SELECT d.available_at FROM readpast_tasks d
+                      WHERE d.queue = p_queue AND d.state = 'pending' AND d.delayed
+                      ORDER BY d.available_at LIMIT 1) <= now(), false),
+           (SELECT t.group_name FROM readpast_tasks t
+             WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+               AND t.group_name IS NOT NULL
+             ORDER BY t.group_name, t.priority, t.available_at, t.id LIMIT 1) IS NOT NULL
       INTO v_paused, v_cap, v_due, v_grouped
       FROM readpast_queues q WHERE q.name = p_queue;
     IF v_paused THEN
@@ -111,9 +120,10 @@ BEGIN
          WHERE t.id IN (SELECT d.id FROM readpast_tasks d
                          WHERE d.queue = p_queue AND d.state = 'pending' AND d.delayed AND d.available_at <= now()
                          ORDER BY d.available_at LIMIT 1000 FOR UPDATE SKIP LOCKED);
-        v_grouped := EXISTS (SELECT 1 FROM readpast_tasks t
-                              WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
-                                AND t.group_name IS NOT NULL);
+        v_grouped := (SELECT t.group_name FROM readpast_tasks t
+                       WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
+                         AND t.group_name IS NOT NULL
+                       ORDER BY t.group_name, t.priority, t.available_at, t.id LIMIT 1) IS NOT NULL;
     END IF;
 
     -- 3. No grouped task can run in the queue: the first v_n ready tasks,
@@ -134,12 +144,12 @@ BEGIN
             (SELECT t.group_name FROM readpast_tasks t
               WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
                 AND t.group_name IS NOT NULL
-              ORDER BY t.group_name LIMIT 1)
+              ORDER BY t.group_name, t.priority, t.available_at, t.id LIMIT 1) -- readpast_tasks_ready_grouped's order
             UNION ALL
             SELECT (SELECT t.group_name FROM readpast_tasks t
                      WHERE t.queue = p_queue AND t.state = 'pending' AND NOT t.chain_wait AND NOT t.delayed
                        AND t.group_name IS NOT NULL AND t.group_name > grp.group_name
-                     ORDER BY t.group_name LIMIT 1)
+                     ORDER BY t.group_name, t.priority, t.available_at, t.id LIMIT 1)
               FROM grp WHERE grp.group_name IS NOT NULL
         ),
         open_groups AS (

@@ -70,6 +70,48 @@ func TestClaimUsesThePartialIndexes(t *testing.T) {
 	}
 }
 
+// The claim of one queue never scans the table because of another queue's
+// backlog: with queue q holding 20,000 delayed tasks and queue other 20,000
+// tasks of a full group, the planner (assuming queue, delay and group
+// independent) once judged that a scan would find "a due delayed task of q"
+// or "a grouped task of q" within a few rows, and read all 40,000 for each
+// claim. The claim's probes read the first row in their index's order, which
+// no scan can give cheaply, in custom and in generic plans alike.
+func TestClaimIgnoresOtherQueuesBacklogs(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := newStore(t).(*Store)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO readpast_queues (name) VALUES ('q'), ('other');
+		INSERT INTO readpast_groups (name, running) VALUES ('full', 1);
+		INSERT INTO readpast_tasks (queue, body, priority, available_at, delayed)
+		SELECT 'q', 'SELECT 1', 0, now() + interval '1 day', true FROM generate_series(1, 20000);
+		INSERT INTO readpast_tasks (queue, body, priority, group_name)
+		SELECT 'other', 'SELECT 1', 1, 'full' FROM generate_series(1, 20000);
+		INSERT INTO readpast_tasks (queue, body, priority) SELECT 'q', 'SELECT 1', 5 FROM generate_series(1, 100);
+		ANALYZE readpast_tasks`); err != nil {
+		t.Fatal(err)
+	}
+	conn, plans := explainingConn(t, ctx, s)
+	for i := 0; i < 8; i++ {
+		plans.reset()
+		rows, err := conn.Query(ctx, claimSQL, "q", "plan-test", 1, time.Minute.Microseconds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := scanTasks(rows)
+		if err != nil || len(got) != 1 || got[0].Priority != 5 {
+			t.Fatalf("claim %d: %d tasks (%v), want one of the ready ones", i, len(got), err)
+		}
+		if all := plans.all(); strings.Contains(all, "Seq Scan on readpast_tasks") {
+			t.Fatalf("claim %d scanned the table:\n%s", i, all)
+		}
+	}
+}
+
 // Finishing finds the tasks by primary key even on a table never analyzed,
 // where the planner takes the partial index of running tasks for tiny (under
 // load it is mostly entries of tasks that ran already), reads nothing of the

@@ -19,6 +19,11 @@ package sqlserver
 // run now (delayed, waiting for their chain, in a full group) are never read
 // past, so a backlog of them does not slow the claim down (SPEC §9).
 //
+// Every read of readpast_tasks names the filtered index it means
+// (INDEX(...)): the claim's plan must not depend on how the optimizer judges
+// a queue's rows against the whole table's (one queue's million delayed
+// tasks, another's full group), where a row goal can make a scan look cheap.
+//
 // What it locks, in the order taken: the queue row (capped queues only,
 // UPDLOCK: the one place a claimer waits, before it holds anything); the due
 // delayed tasks it makes ready (READPAST: never waits); the group rows of the
@@ -82,6 +87,7 @@ DECLARE @locked TABLE (name nvarchar(128) NOT NULL PRIMARY KEY, free int NOT NUL
 DECLARE @skipped TABLE (name nvarchar(128) NOT NULL PRIMARY KEY);
 DECLARE @need TABLE (name nvarchar(128) NOT NULL PRIMARY KEY);
 DECLARE @take TABLE (id bigint NOT NULL PRIMARY KEY, lease_token bigint NULL);
+DECLARE @due TABLE (id bigint NOT NULL PRIMARY KEY, lease_token bigint NULL);
 DECLARE @out TABLE (
 ` + taskTableColumns + `
 );
@@ -119,19 +125,32 @@ IF @paused = 1 OR @n < 0
 -- Step 2: due delayed tasks of the queue become ready, at most 1,000 a claim,
 -- skipping rows others hold. Found through readpast_tasks_delayed (the
 -- predicates match its filter literally); most claims find none in one probe.
+-- Read and locked first, then updated by key, as the claim's tasks are.
 IF @n > 0
 BEGIN
-    UPDATE TOP (1000) dbo.readpast_tasks WITH (UPDLOCK, READPAST, ROWLOCK)
-    SET delayed = 0
-    WHERE queue = @queue
-      AND state = 'pending'
-      AND delayed = 1
-      AND available_at <= @now;
+    INSERT INTO @due (id, lease_token)
+    SELECT TOP (1000) d.id, d.lease_token
+    FROM dbo.readpast_tasks AS d WITH (UPDLOCK, READPAST, ROWLOCK, INDEX(readpast_tasks_delayed))
+    WHERE d.queue = @queue
+      AND d.state = 'pending'
+      AND d.delayed = 1
+      AND d.available_at <= @now
+    ORDER BY d.available_at;
+
+    IF @@ROWCOUNT > 0
+    BEGIN
+        UPDATE t
+        SET t.delayed = 0
+        FROM dbo.readpast_tasks AS t WITH (ROWLOCK, FORCESEEK)
+        WHERE t.id IN (SELECT d.id FROM @due AS d)
+          AND t.state = 'pending'
+          AND t.delayed = 1;
+    END;
 END;
 
 IF @n > 0 AND NOT EXISTS (
     SELECT 1
-    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
+    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
     WHERE t.queue = @queue
       AND t.state = 'pending'
       AND t.chain_wait = 0
@@ -144,7 +163,7 @@ BEGIN
     -- READ_COMMITTED_SNAPSHOT ON.
     INSERT INTO @take (id, lease_token)
     SELECT TOP (@n) t.id, t.lease_token
-    FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK)
+    FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK, INDEX(readpast_tasks_ready))
     WHERE t.queue = @queue
       AND t.state = 'pending'
       AND t.chain_wait = 0
@@ -164,7 +183,7 @@ BEGIN
     BEGIN
         SET @next = NULL;
         SELECT TOP (1) @next = t.group_name
-        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
         WHERE t.queue = @queue
           AND t.state = 'pending'
           AND t.chain_wait = 0
@@ -190,7 +209,7 @@ BEGIN
     -- some), merged in claim order.
     INSERT INTO @cand (id, priority, available_at, group_name, free)
     SELECT TOP (@plan_n) t.id, t.priority, t.available_at, NULL, 0
-    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
+    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready))
     WHERE t.queue = @queue
       AND t.state = 'pending'
       AND t.chain_wait = 0
@@ -203,7 +222,7 @@ BEGIN
     FROM @groups AS o
     CROSS APPLY (
         SELECT TOP (CASE WHEN o.free < @n THEN o.free ELSE @n END + 2) t.id, t.priority, t.available_at
-        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
         WHERE t.queue = @queue
           AND t.group_name = o.name
           AND t.state = 'pending'
@@ -350,21 +369,22 @@ END;
 // that chose them, and READPAST passes them; on a server that ignores the
 // hints, the re-check is what keeps two claimers from taking one task.)
 var claimTaken = `
-    UPDATE dbo.readpast_tasks WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)
-    SET state            = 'running',
-        attempts         = attempts + 1,
-        lease_owner      = @owner,
-        lease_token      = @token ^ id,
-        lease_expires_at = DATEADD(millisecond, @lease_ms, @now),
-        started_at       = @now,
-        session_id       = NULL,
-        cancel_requested = 0
+    UPDATE t
+    SET t.state            = 'running',
+        t.attempts         = t.attempts + 1,
+        t.lease_owner      = @owner,
+        t.lease_token      = @token ^ t.id,
+        t.lease_expires_at = DATEADD(millisecond, @lease_ms, @now),
+        t.started_at       = @now,
+        t.session_id       = NULL,
+        t.cancel_requested = 0
     OUTPUT ` + columns("inserted") + `
     INTO @out (` + columnList() + `)
-    WHERE id IN (SELECT k.id FROM @take AS k)
-      AND state = 'pending'
-      AND chain_wait = 0
-      AND delayed = 0;
+    FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)
+    WHERE t.id IN (SELECT k.id FROM @take AS k)
+      AND t.state = 'pending'
+      AND t.chain_wait = 0
+      AND t.delayed = 0;
 
     SELECT @claimed = COUNT(*) FROM @out;
 `

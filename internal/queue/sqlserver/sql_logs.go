@@ -68,15 +68,16 @@ DECLARE @gone TABLE (queue nvarchar(64) NOT NULL, state varchar(10) NOT NULL);
 ` + rollupDeclarations + `
 INSERT INTO @old (id, attempts)
 SELECT TOP (@batch) t.id, t.attempts
-FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK)
+FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK, INDEX(readpast_tasks_finished))
 WHERE t.state IN ('succeeded', 'failed', 'cancelled')
   AND t.finished_at < @cutoff
 ORDER BY t.finished_at;
 
-DELETE FROM dbo.readpast_tasks WITH (ROWLOCK, FORCESEEK)
+DELETE t
 OUTPUT deleted.queue, deleted.state INTO @gone (queue, state)
-WHERE id IN (SELECT o.id FROM @old AS o)
-  AND state IN ('succeeded', 'failed', 'cancelled');
+FROM dbo.readpast_tasks AS t WITH (ROWLOCK, FORCESEEK)
+WHERE t.id IN (SELECT o.id FROM @old AS o)
+  AND t.state IN ('succeeded', 'failed', 'cancelled');
 
 INSERT INTO @counted (queue, state, n)
 SELECT g.queue, g.state, -COUNT_BIG(*)

@@ -129,7 +129,7 @@ func stripSQL(s string) string {
 var (
 	variableRE = regexp.MustCompile(`(^|[^@\w])@([A-Za-z_]\w*)`)
 	declareRE  = regexp.MustCompile(`(?i)\bDECLARE\s+@(\w+)([^;]*)`)
-	hintsRE    = regexp.MustCompile(`(?i)\bWITH\s*\(([A-Z_,\s]+)\)`)
+	hintsRE    = regexp.MustCompile(`(?i)\bWITH\s*\(([A-Z_,\s]+(?:\([^()]*\)[A-Z_,\s]*)*)\)`)
 	wordRE     = regexp.MustCompile(`(?i)\b(BEGIN|END|CASE|TRAN|TRANSACTION|COMMIT|ROLLBACK)\b`)
 )
 
@@ -241,7 +241,11 @@ func TestQueryHintsAndBlocks(t *testing.T) {
 		for _, m := range hintsRE.FindAllStringSubmatch(code, -1) {
 			hints := map[string]bool{}
 			for _, h := range strings.Split(strings.ToUpper(m[1]), ",") {
-				hints[strings.TrimSpace(h)] = true
+				h = strings.TrimSpace(h)
+				if i := strings.IndexByte(h, '('); i >= 0 {
+					h = strings.TrimSpace(h[:i]) // INDEX(name)
+				}
+				hints[h] = true
 			}
 			if hints["READPAST"] && !hints["UPDLOCK"] && !hints["XLOCK"] && !hints["READCOMMITTEDLOCK"] {
 				t.Errorf("%s: WITH (%s): READPAST needs a locking read (UPDLOCK or READCOMMITTEDLOCK) to run under READ_COMMITTED_SNAPSHOT", name, m[1])
@@ -492,4 +496,38 @@ func keys(m map[string][]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// targetHintsRE finds the hints written on the target of an UPDATE, DELETE
+// or INSERT itself ("UPDATE dbo.t WITH (…)"), as opposed to hints on a table
+// in its FROM clause ("UPDATE t … FROM dbo.t AS t WITH (…)").
+var targetHintsRE = regexp.MustCompile(`(?is)\b(?:UPDATE(?:\s+TOP\s*\([^)]*\))?|DELETE(?:\s+TOP\s*\([^)]*\))?\s+FROM|INSERT\s+INTO)\s+dbo\.\w+\s+WITH\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)`)
+
+// tableHintLimited is what SQL Server accepts on such a target (Microsoft's
+// "Table Hints", <table_hint_limited>). FORCESEEK and INDEX are not among
+// them: they go on a table of the FROM clause. Babelfish ignores hints, so
+// only this check stands between such a batch and a syntax error on SQL
+// Server.
+var tableHintLimited = map[string]bool{
+	"KEEPIDENTITY": true, "KEEPDEFAULTS": true, "HOLDLOCK": true, "IGNORE_CONSTRAINTS": true,
+	"IGNORE_TRIGGERS": true, "NOWAIT": true, "PAGLOCK": true, "READCOMMITTED": true, "READCOMMITTEDLOCK": true,
+	"READPAST": true, "REPEATABLEREAD": true, "ROWLOCK": true, "SERIALIZABLE": true, "SNAPSHOT": true,
+	"TABLOCK": true, "TABLOCKX": true, "UPDLOCK": true, "XLOCK": true,
+}
+
+func TestTargetHintsAreOnesSQLServerTakesThere(t *testing.T) {
+	for _, bq := range allBoundQueries(t) {
+		code := stripSQL(bq.q.text)
+		for _, m := range targetHintsRE.FindAllStringSubmatch(code, -1) {
+			for _, h := range strings.Split(m[1], ",") {
+				h = strings.ToUpper(strings.TrimSpace(h))
+				if i := strings.IndexByte(h, '('); i >= 0 {
+					h = strings.TrimSpace(h[:i])
+				}
+				if !tableHintLimited[h] {
+					t.Errorf("%s: %s is not allowed on the target of an UPDATE, DELETE or INSERT: put the table in a FROM clause with an alias and the hint there (%q)", bq.q.name, h, strings.Join(strings.Fields(m[0]), " "))
+				}
+			}
+		}
+	}
 }
