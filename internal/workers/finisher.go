@@ -20,10 +20,11 @@ import (
 // batch, so the pool forgets them and may claim again.
 type finisher struct {
 	lifecycle
-	store Store
-	lease time.Duration
-	log   *slog.Logger
-	in    chan finishRequest
+	store     Store
+	oneWriter bool // the store writes one transaction at a time (SQLite)
+	lease     time.Duration
+	log       *slog.Logger
+	in        chan finishRequest
 }
 
 type finishRequest struct {
@@ -36,7 +37,8 @@ type finishRequest struct {
 const maxFinishBatch = 500
 
 func newFinisher(store Store, lease time.Duration, log *slog.Logger) *finisher {
-	return &finisher{store: store, lease: lease, log: log, in: make(chan finishRequest, maxFinishBatch)}
+	return &finisher{store: store, oneWriter: !store.Capabilities().ConcurrentWriters, lease: lease, log: log,
+		in: make(chan finishRequest, maxFinishBatch)}
 }
 
 // submit hands the attempt over; its lease is sent on ends once it is written
@@ -107,6 +109,14 @@ func (f *finisher) write(batch []finishRequest) {
 // writeSome records attempts in one call, retrying while the store is
 // unreachable for up to one lease: after that the leases have expired anyway
 // and another node reclaims the tasks, so nothing is lost or left running.
+//
+// A store with one writer (SQLite) that makes the call wait its whole timeout
+// is not unreachable: a transactional body holds the writer, and lease time
+// stops while it does (the body extends every running lease by as long as it
+// held the writer), so such waits do not count and the call is made again at
+// once. Counting them gave up the ends of tasks that ran to completion on a
+// live node while a transactional body longer than the lease ran beside
+// them, and their leases, still live, ran out later as lost attempts.
 func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []queue.Attempt) ([]queue.FinishResult, error)) {
 	if len(reqs) == 0 {
 		return
@@ -116,17 +126,25 @@ func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []
 		attempts[i] = r.a
 	}
 	deadline := time.Now().Add(f.lease)
-	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 5*time.Second) {
+	waited := false
+	for wait := 100 * time.Millisecond; ; {
 		ctx, cancel := context.WithTimeout(context.Background(), f.lease/3)
 		res, err := call(ctx, attempts)
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			for _, r := range res {
 				logEnd(f.log, r, r.Err)
 			}
 			return
-		}
-		if queue.IsValidation(err) || time.Now().Add(wait).After(deadline) {
+		case f.oneWriter && errors.Is(err, context.DeadlineExceeded):
+			if !waited {
+				f.log.Info("recording finished attempts waits for the writer (a transactional task holds it)", "count", len(reqs))
+				waited = true
+			}
+			deadline = time.Now().Add(f.lease)
+			continue
+		case queue.IsValidation(err) || time.Now().Add(wait).After(deadline):
 			f.log.Error("could not record finished attempts; their leases will expire and the tasks run again",
 				"count", len(reqs), "err", err)
 			for _, r := range reqs {
@@ -136,6 +154,7 @@ func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []
 		}
 		f.log.Warn("recording finished attempts failed; retrying", "count", len(reqs), "retry_in", wait, "err", err)
 		time.Sleep(wait)
+		wait = min(wait*2, 5*time.Second)
 	}
 }
 
