@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,11 +210,7 @@ func (p *pool) start(execCtx context.Context, t *queue.Task) {
 func (p *pool) executions() []*execution {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]*execution, 0, len(p.running))
-	for _, e := range p.running {
-		out = append(out, e)
-	}
-	return out
+	return slices.Collect(maps.Values(p.running))
 }
 
 // leases returns every lease the pool holds: running bodies and ended ones

@@ -2,6 +2,8 @@ package workers
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"readpast/internal/queue"
@@ -66,11 +68,7 @@ func (s *poolSet) done() <-chan struct{} {
 func (s *poolSet) list() []*pool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*pool, 0, len(s.byName))
-	for _, p := range s.byName {
-		out = append(out, p)
-	}
-	return out
+	return slices.Collect(maps.Values(s.byName))
 }
 
 // wake makes the queue's pool claim at once, if the node has one.
