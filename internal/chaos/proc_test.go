@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -131,12 +130,6 @@ func (n *node) url(t *testing.T) string {
 	}
 	t.Fatalf("node %s did not say where it serves; log:\n%s", n.name, tail(n.log, 30))
 	return ""
-}
-
-// logLines counts the lines of the node's log that contain s.
-func (n *node) logLines(s string) int {
-	b, _ := os.ReadFile(n.log)
-	return bytes.Count(b, []byte(s))
 }
 
 // tail returns the last n lines of a file.
