@@ -201,34 +201,3 @@ func stopUnderLoad(t *testing.T, db database, n *node, base, q, dir string, flag
 		require.Equal(t, 1, succeeded, "task %d succeeded exactly once", task.ID)
 	}
 }
-
-// readQueue returns the queue's tasks and each one's attempts, oldest first.
-func readQueue(t *testing.T, db database, q string) ([]*queue.Task, map[int64][]queue.AttemptRecord) {
-	t.Helper()
-	var tasks []*queue.Task
-	for before := int64(0); ; {
-		page, err := db.Store.List(t.Context(), queue.ListParams{Queue: q, Before: before, Limit: 1000})
-		require.NoError(t, err)
-		tasks = append(tasks, page...)
-		if len(page) < 1000 {
-			break
-		}
-		before = page[len(page)-1].ID
-	}
-	attempts := map[int64][]queue.AttemptRecord{}
-	for before := int64(0); ; {
-		page, err := db.Store.Attempts(t.Context(), queue.LogQuery{Queue: q, Before: before, Limit: 10000})
-		require.NoError(t, err)
-		for _, r := range page {
-			attempts[r.TaskID] = append(attempts[r.TaskID], r)
-		}
-		if len(page) < 10000 {
-			break
-		}
-		before = page[len(page)-1].ID
-	}
-	for _, recs := range attempts {
-		slices.SortFunc(recs, func(a, b queue.AttemptRecord) int { return a.Attempt - b.Attempt })
-	}
-	return tasks, attempts
-}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,16 +147,7 @@ func (c tally) String() string {
 func (w *workload) verify(t *testing.T, allowed ...queue.Outcome) tally {
 	t.Helper()
 	c := tally{attempts: map[queue.Outcome]int{}}
-	var tasks []*queue.Task
-	for before := int64(0); ; {
-		page, err := w.Store.List(t.Context(), queue.ListParams{Queue: w.queue, Before: before, Limit: 1000})
-		require.NoError(t, err)
-		tasks = append(tasks, page...)
-		if len(page) < 1000 {
-			break
-		}
-		before = page[len(page)-1].ID
-	}
+	tasks, attempts := readQueue(t, w.database, w.queue)
 	require.Len(t, tasks, len(w.tags), "every task enqueued is in the store")
 	for _, task := range tasks {
 		require.Equal(t, queue.StateSucceeded, task.State, "task %d (%s) ended %s: %s", task.ID, w.tags[task.ID], task.State, task.LastError)
@@ -163,31 +155,20 @@ func (w *workload) verify(t *testing.T, allowed ...queue.Outcome) tally {
 	c.tasks = len(tasks)
 
 	succeeded, notSucceeded := map[int64]int{}, map[int64]int{}
-	for before := int64(0); ; {
-		page, err := w.Store.Attempts(t.Context(), queue.LogQuery{Queue: w.queue, Before: before, Limit: 10000})
-		require.NoError(t, err)
-		for _, r := range page {
+	for id, recs := range attempts {
+		for _, r := range recs {
 			c.attempts[r.Outcome]++
-			require.Contains(t, allowed, r.Outcome, "task %d (%s) attempt %d ended %s on %s: %s", r.TaskID, w.tags[r.TaskID], r.Attempt, r.Outcome, r.Node, r.Error)
+			require.Contains(t, allowed, r.Outcome, "task %d (%s) attempt %d ended %s on %s: %s", id, w.tags[id], r.Attempt, r.Outcome, r.Node, r.Error)
 			if r.Outcome == queue.OutcomeSucceeded {
-				succeeded[r.TaskID]++
+				succeeded[id]++
 			} else {
-				notSucceeded[r.TaskID]++
+				notSucceeded[id]++
 			}
 		}
-		if len(page) < 10000 {
-			break
-		}
-		before = page[len(page)-1].ID
 	}
 
 	effects := w.effects(t)
-	ids := make([]int64, 0, len(w.tags))
-	for id := range w.tags {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(w.tags)) {
 		tag := w.tags[id]
 		require.Equal(t, 1, succeeded[id], "task %d (%s) has exactly one succeeded attempt", id, tag)
 		n := effects[tag]
@@ -201,6 +182,37 @@ func (w *workload) verify(t *testing.T, allowed ...queue.Outcome) tally {
 	}
 	require.Len(t, effects, len(w.tags), "no effect without its task")
 	return c
+}
+
+// readQueue returns the queue's tasks and each one's attempts, oldest first.
+func readQueue(t *testing.T, db database, q string) ([]*queue.Task, map[int64][]queue.AttemptRecord) {
+	t.Helper()
+	var tasks []*queue.Task
+	for before := int64(0); ; {
+		page, err := db.Store.List(t.Context(), queue.ListParams{Queue: q, Before: before, Limit: 1000})
+		require.NoError(t, err)
+		tasks = append(tasks, page...)
+		if len(page) < 1000 {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	attempts := map[int64][]queue.AttemptRecord{}
+	for before := int64(0); ; {
+		page, err := db.Store.Attempts(t.Context(), queue.LogQuery{Queue: q, Before: before, Limit: 10000})
+		require.NoError(t, err)
+		for _, r := range page {
+			attempts[r.TaskID] = append(attempts[r.TaskID], r)
+		}
+		if len(page) < 10000 {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	for _, recs := range attempts {
+		slices.SortFunc(recs, func(a, b queue.AttemptRecord) int { return a.Attempt - b.Attempt })
+	}
+	return tasks, attempts
 }
 
 // effects counts the effect rows per tag.
