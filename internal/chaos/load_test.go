@@ -182,7 +182,7 @@ func stopUnderLoad(t *testing.T, db database, n *node, base, q, dir string, flag
 			require.NotEqual(t, queue.OutcomeLost, a.Outcome, "task %d lost an attempt", task.ID)
 		}
 	}
-	t.Logf("%s: SIGTERM under load: the node stopped in %s (grace 1 s); %d tasks stored, %d released to run again",
+	t.Logf("%s: SIGTERM under load: the node stopped in %s (grace 1 s); %d tasks in the queue, %d released to run again",
 		db.Dialect, took.Round(time.Millisecond), len(tasks), released)
 
 	after := startNode(t, dir, "load-2", nodeArgs(db.DSN, "load-2", flags...))
