@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"readpast/internal/logs"
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 	"readpast/internal/schedule"
@@ -52,7 +51,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer tgt.Close()
 	metrics := web.NewMetrics()
 	node, err := workers.New(store, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: cfg.Workers,
-		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, TargetIsStore: targetDSN == cfg.DSN, Logger: log, Observer: metrics})
+		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, LogRetention: cfg.LogRetention, TaskRetention: cfg.TaskRetention,
+		TargetIsStore: targetDSN == cfg.DSN, Logger: log, Observer: metrics})
 	if err != nil {
 		return err
 	}
@@ -89,12 +89,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer stopNode()
 	var wg sync.WaitGroup
 	nodeErr := make(chan error, 1)
-	wg.Add(3)
+	wg.Add(2)
 	go func() { defer wg.Done(); nodeErr <- node.Run(nodeCtx) }()
-	go func() {
-		defer wg.Done()
-		(&logs.Retention{Store: store, LogAge: cfg.LogRetention, TaskAge: cfg.TaskRetention, Logger: log}).Run(nodeCtx)
-	}()
 	httpErr := make(chan error, 1)
 	go func() {
 		defer wg.Done()

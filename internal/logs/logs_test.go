@@ -21,6 +21,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
+// The tests here take t.Context(), not the Env's: they are bounded by their
+// work (a fixed number of rows), and under -race on a loaded machine writing
+// and exporting 30,000 rows outlasted the Env context's five minutes.
+
 // writeAttempts gives n new tasks one finished attempt each, through the store:
 // task i is in queue q<i%3>, its attempt finished i seconds after base with
 // outcome by i%5 (failed, timed_out, then three succeeded) and msgBytes of
@@ -34,10 +38,11 @@ func writeAttempts(t *testing.T, e *testenv.Env, n int, base time.Time, msgBytes
 		for i := range batch {
 			batch[i] = queue.NewTask{Queue: fmt.Sprintf("q%d", (done+i)%3), Body: "SELECT 1", MaxAttempts: 1}
 		}
-		e.Enqueue(t, batch...)
+		_, err := e.Store.Enqueue(t.Context(), batch)
+		require.NoError(t, err)
 		var attempts []queue.Attempt
 		for q := 0; q < 3; q++ {
-			got, err := e.Store.Claim(e.Ctx, queue.ClaimParams{Queue: fmt.Sprintf("q%d", q), Owner: "n1/w1", Limit: 1000, LeaseDuration: time.Hour})
+			got, err := e.Store.Claim(t.Context(), queue.ClaimParams{Queue: fmt.Sprintf("q%d", q), Owner: "n1/w1", Limit: 1000, LeaseDuration: time.Hour})
 			require.NoError(t, err)
 			for _, task := range got {
 				i := done + len(attempts)
@@ -54,7 +59,7 @@ func writeAttempts(t *testing.T, e *testenv.Env, n int, base time.Time, msgBytes
 			}
 		}
 		require.Len(t, attempts, size)
-		res, err := e.Store.Finish(e.Ctx, attempts)
+		res, err := e.Store.Finish(t.Context(), attempts)
 		require.NoError(t, err)
 		for _, r := range res {
 			require.NoError(t, r.Err)
@@ -89,7 +94,7 @@ func TestExportStreamsInConstantMemory(t *testing.T) {
 			var m runtime.MemStats
 			runtime.ReadMemStats(&m)
 			w := &heapWatcher{peak: m.HeapInuse}
-			n, err := Export(e.Ctx, w, e.Store, queue.LogQuery{}, f)
+			n, err := Export(t.Context(), w, e.Store, queue.LogQuery{}, f)
 			require.NoError(t, err)
 			require.Equal(t, int64(rows), n)
 			grew := int64(w.peak) - int64(m.HeapInuse)
@@ -105,14 +110,14 @@ func TestExportFormatsAreValid(t *testing.T) {
 	testenv.ForEachDialect(t, func(t *testing.T, e *testenv.Env) {
 		writeAttempts(t, e, 2500, time.Now().Add(-time.Hour), 3)
 		var buf bytes.Buffer
-		_, err := Export(e.Ctx, &buf, e.Store, queue.LogQuery{Queue: "q2"}, JSON)
+		_, err := Export(t.Context(), &buf, e.Store, queue.LogQuery{Queue: "q2"}, JSON)
 		require.NoError(t, err)
 		var all []Row
 		require.NoError(t, json.Unmarshal(buf.Bytes(), &all))
 		require.Len(t, all, 833)
 		require.Equal(t, "q2", all[0].Queue)
 		buf.Reset()
-		_, err = Export(e.Ctx, &buf, e.Store, queue.LogQuery{Outcome: queue.OutcomeTimedOut}, NDJSON)
+		_, err = Export(t.Context(), &buf, e.Store, queue.LogQuery{Outcome: queue.OutcomeTimedOut}, NDJSON)
 		require.NoError(t, err)
 		lines := 0
 		sc := bufio.NewScanner(&buf)
@@ -126,7 +131,7 @@ func TestExportFormatsAreValid(t *testing.T) {
 			lines++
 		}
 		require.Equal(t, 500, lines)
-		_, err = Export(e.Ctx, io.Discard, e.Store, queue.LogQuery{}, "csv")
+		_, err = Export(t.Context(), io.Discard, e.Store, queue.LogQuery{}, "csv")
 		require.True(t, queue.IsValidation(err))
 		require.True(t, strings.HasPrefix(string(JSON), "json"))
 	})
@@ -140,11 +145,11 @@ func TestRetentionPurgesInBatches(t *testing.T) {
 		writeAttempts(t, e, 300, now.Add(-time.Hour), 3)        // recent
 		var calls int
 		r := &Retention{Store: countingPurge{e.Store, &calls}, LogAge: 7 * 24 * time.Hour, Batch: 100, Pause: time.Millisecond}
-		n, err := r.PurgeOnce(e.Ctx)
+		n, err := r.PurgeOnce(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, int64(1200), n)
 		require.GreaterOrEqual(t, calls, 12, "purged in batches of 100")
-		left, err := e.Store.Attempts(e.Ctx, queue.LogQuery{Limit: 1000})
+		left, err := e.Store.Attempts(t.Context(), queue.LogQuery{Limit: 1000})
 		require.NoError(t, err)
 		require.Len(t, left, 300, "recent rows stay")
 	})

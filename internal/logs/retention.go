@@ -11,32 +11,14 @@ import (
 // Retention purges log rows and finished tasks older than their ages, in small
 // batches with a pause between them, so a purge of millions of rows never holds
 // the locks or the single SQLite writer that the claim path needs for long.
+// Each worker node runs it on a schedule (internal/workers, retention.go).
 type Retention struct {
 	Store   queue.LogStore
 	LogAge  time.Duration // execution-log rows older than this go; 0 keeps them
 	TaskAge time.Duration // finished tasks older than this go; 0 keeps them
 	Batch   int           // rows per delete; default 500
 	Pause   time.Duration // between batches; default 50ms
-	Every   time.Duration // between purge runs; default 1h
-	Logger  *slog.Logger
-}
-
-// Run purges every Every until ctx ends.
-func (r *Retention) Run(ctx context.Context) {
-	every := r.Every
-	if every <= 0 {
-		every = time.Hour
-	}
-	for {
-		if _, err := r.PurgeOnce(ctx); err != nil && ctx.Err() == nil && r.Logger != nil {
-			r.Logger.Warn("retention purge", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(every):
-		}
-	}
+	Logger  *slog.Logger  // where a purge that deleted rows says how many; nil: nowhere
 }
 
 // PurgeOnce deletes everything past its age now and reports how many log rows

@@ -23,6 +23,9 @@ type Config struct {
 	Grace          time.Duration // how long a stop waits for running tasks; default 30s
 	SettingsEvery  time.Duration // how often queue settings are re-read; default 1s
 	ReclaimEvery   time.Duration // how often expired leases are looked for; default min(Lease/3, 10s)
+	LogRetention   time.Duration // execution-log rows older than this are purged; 0 keeps them
+	TaskRetention  time.Duration // finished tasks older than this are purged; 0 keeps them
+	RetentionEvery time.Duration // how often the purge runs (and once at start); default 1h
 	// TargetIsStore says the target DSN is the store's, so transactional tasks can
 	// commit their body and completion together.
 	TargetIsStore bool
@@ -55,6 +58,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReclaimEvery == 0 {
 		c.ReclaimEvery = min(c.Lease/3, 10*time.Second)
 	}
+	if c.RetentionEvery == 0 {
+		c.RetentionEvery = time.Hour
+	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
@@ -70,6 +76,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("workers: lease %s is below 300ms", c.Lease)
 	case c.Grace < 0:
 		return c, errors.New("workers: grace period is negative")
+	case c.LogRetention < 0 || c.TaskRetention < 0 || c.RetentionEvery < 0:
+		return c, errors.New("workers: retention ages and interval cannot be negative")
 	}
 	return c, nil
 }

@@ -2,6 +2,8 @@ package workers
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 
 	"readpast/internal/queue"
@@ -12,32 +14,43 @@ import (
 // previous batch was being written, instead of one per task. Under load that
 // is what moves throughput past a commit per task (River batches completions
 // the same way); when idle a batch is a single attempt and adds no delay.
+//
+// Once a batch is written (or given up) the finisher tells each pool which of
+// its leases ended, over the pool's ends channel: one message per pool per
+// batch, so the pool forgets them and may claim again.
 type finisher struct {
-	n  *Node
-	in chan finishRequest
+	lifecycle
+	store     Store
+	oneWriter bool // the store writes one transaction at a time (SQLite)
+	lease     time.Duration
+	log       *slog.Logger
+	in        chan finishRequest
 }
 
 type finishRequest struct {
 	a       queue.Attempt
 	release bool
-	done    func(queue.FinishResult) // called from the finisher's goroutine once written
+	ends    chan<- []queue.Lease // the pool's, told once the attempt is written or given up
 }
 
 // maxFinishBatch bounds one round trip.
 const maxFinishBatch = 500
 
-func newFinisher(n *Node) *finisher {
-	return &finisher{n: n, in: make(chan finishRequest, maxFinishBatch)}
+func newFinisher(store Store, lease time.Duration, log *slog.Logger) *finisher {
+	return &finisher{store: store, oneWriter: !store.Capabilities().ConcurrentWriters, lease: lease, log: log,
+		in: make(chan finishRequest, maxFinishBatch)}
 }
 
-// submit hands the attempt over; done is called with the result once it is
-// written (or given up). It waits only while maxFinishBatch attempts are queued.
-func (f *finisher) submit(a queue.Attempt, release bool, done func(queue.FinishResult)) {
-	f.in <- finishRequest{a: a, release: release, done: done}
+// submit hands the attempt over; its lease is sent on ends once it is written
+// (or given up). It waits only while maxFinishBatch attempts are queued.
+func (f *finisher) submit(a queue.Attempt, release bool, ends chan<- []queue.Lease) {
+	f.in <- finishRequest{a: a, release: release, ends: ends}
 }
 
-// run writes batches until ctx ends, then writes what is still queued: the node
-// stops it only after every execution has submitted its end.
+// Start writes batches until ctx ends or Stop, then writes what is still
+// queued: the node stops it only after every execution has submitted its end.
+func (f *finisher) Start(ctx context.Context) { f.start(ctx, f.run) }
+
 func (f *finisher) run(ctx context.Context) {
 	batch := make([]finishRequest, 0, maxFinishBatch)
 	for {
@@ -71,9 +84,8 @@ func (f *finisher) take(batch []finishRequest) []finishRequest {
 	return batch
 }
 
-// write records one batch, finishes and releases separately, retrying while the
-// store is unreachable for up to one lease: after that the leases have expired
-// anyway and another node reclaims the tasks, so nothing is lost or left running.
+// write records one batch, finishes and releases separately, then tells the
+// pools what ended.
 func (f *finisher) write(batch []finishRequest) {
 	var fin, rel []finishRequest
 	for _, r := range batch {
@@ -83,10 +95,28 @@ func (f *finisher) write(batch []finishRequest) {
 			fin = append(fin, r)
 		}
 	}
-	f.writeSome(fin, f.n.store.Finish)
-	f.writeSome(rel, f.n.store.Release)
+	f.writeSome(fin, f.store.Finish)
+	f.writeSome(rel, f.store.Release)
+	ends := map[chan<- []queue.Lease][]queue.Lease{}
+	for _, r := range batch {
+		ends[r.ends] = append(ends[r.ends], r.a.Lease)
+	}
+	for ch, leases := range ends {
+		ch <- leases
+	}
 }
 
+// writeSome records attempts in one call, retrying while the store is
+// unreachable for up to one lease: after that the leases have expired anyway
+// and another node reclaims the tasks, so nothing is lost or left running.
+//
+// A store with one writer (SQLite) that makes the call wait its whole timeout
+// is not unreachable: a transactional body holds the writer, and lease time
+// stops while it does (the body extends every running lease by as long as it
+// held the writer), so such waits do not count and the call is made again at
+// once. Counting them gave up the ends of tasks that ran to completion on a
+// live node while a transactional body longer than the lease ran beside
+// them, and their leases, still live, ran out later as lost attempts.
 func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []queue.Attempt) ([]queue.FinishResult, error)) {
 	if len(reqs) == 0 {
 		return
@@ -95,26 +125,47 @@ func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []
 	for i, r := range reqs {
 		attempts[i] = r.a
 	}
-	deadline := time.Now().Add(f.n.cfg.Lease)
-	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 5*time.Second) {
-		ctx, cancel := context.WithTimeout(context.Background(), f.n.cfg.heartbeatEvery())
+	deadline := time.Now().Add(f.lease)
+	waited := false
+	for wait := 100 * time.Millisecond; ; {
+		ctx, cancel := context.WithTimeout(context.Background(), f.lease/3)
 		res, err := call(ctx, attempts)
 		cancel()
-		if err == nil {
-			for i, r := range reqs {
-				r.done(res[i])
+		switch {
+		case err == nil:
+			for _, r := range res {
+				logEnd(f.log, r, r.Err)
 			}
 			return
-		}
-		if queue.IsValidation(err) || time.Now().Add(wait).After(deadline) {
-			f.n.log.Error("could not record finished attempts; their leases will expire and the tasks run again",
+		case f.oneWriter && errors.Is(err, context.DeadlineExceeded):
+			if !waited {
+				f.log.Info("recording finished attempts waits for the writer (a transactional task holds it)", "count", len(reqs))
+				waited = true
+			}
+			deadline = time.Now().Add(f.lease)
+			continue
+		case queue.IsValidation(err) || time.Now().Add(wait).After(deadline):
+			f.log.Error("could not record finished attempts; their leases will expire and the tasks run again",
 				"count", len(reqs), "err", err)
 			for _, r := range reqs {
-				r.done(queue.FinishResult{TaskID: r.a.TaskID, Err: err})
+				logEnd(f.log, queue.FinishResult{TaskID: r.a.TaskID}, err)
 			}
 			return
 		}
-		f.n.log.Warn("recording finished attempts failed; retrying", "count", len(reqs), "retry_in", wait, "err", err)
+		f.log.Warn("recording finished attempts failed; retrying", "count", len(reqs), "retry_in", wait, "err", err)
 		time.Sleep(wait)
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+// logEnd says what became of a recorded attempt.
+func logEnd(log *slog.Logger, res queue.FinishResult, err error) {
+	switch {
+	case errors.Is(err, queue.ErrLeaseLost):
+		log.Warn("attempt not recorded: the lease was lost", "task", res.TaskID)
+	case err != nil:
+		log.Warn("attempt not recorded", "task", res.TaskID, "err", err)
+	default:
+		log.Debug("attempt recorded", "task", res.TaskID, "state", res.State)
 	}
 }

@@ -31,14 +31,8 @@ type NodeInfo struct {
 
 // Snapshot describes the node's pools now.
 func (n *Node) Snapshot() NodeInfo {
-	n.mu.Lock()
-	pools := make([]*pool, 0, len(n.pools))
-	for _, p := range n.pools {
-		pools = append(pools, p)
-	}
-	n.mu.Unlock()
 	var info NodeInfo
-	for _, p := range pools {
+	for _, p := range n.pools.list() {
 		p.mu.Lock()
 		pi := PoolInfo{Queue: p.name, Size: p.size, Paused: p.paused, Running: len(p.running), Busy: []WorkerInfo{}}
 		p.mu.Unlock()

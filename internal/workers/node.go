@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
+	"readpast/internal/logs"
 	"readpast/internal/queue"
 	"readpast/internal/target"
 )
@@ -15,18 +15,24 @@ import (
 // Store is what a node needs of the queue store: all of it.
 type Store = queue.Store
 
-// Node is this process's set of pools, one per queue.
+// Node is this process's set of pools, one per queue, and the background
+// components that serve them, each in a file of its own: the finisher
+// (finisher.go), the heartbeater (heartbeat.go), the reclaimer (reclaim.go),
+// the settings watcher (settings.go), the listener (listen.go) and the
+// retention purge (retention.go). Node.Run starts and stops them in order.
 type Node struct {
-	cfg    Config
-	store  Store
-	target target.Target
-	log    *slog.Logger
-
-	finisher *finisher
-
-	mu    sync.Mutex
-	pools map[string]*pool
+	cfg   Config
+	store Store
+	log   *slog.Logger
 	ready chan struct{} // closed once the node registered and read its settings
+
+	pools       *poolSet
+	finisher    *finisher
+	heartbeater *heartbeater
+	settings    *settingsWatcher
+	reclaimer   *reclaimer
+	listener    *listener
+	retention   *retention
 }
 
 // New checks the config and returns a node; Run starts it.
@@ -35,9 +41,21 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, store: store, target: tgt, log: cfg.Logger.With("node", cfg.NodeID),
-		pools: map[string]*pool{}, ready: make(chan struct{})}
-	n.finisher = newFinisher(n)
+	log := cfg.Logger.With("node", cfg.NodeID)
+	storeTimeout := cfg.heartbeatEvery()
+	fin := newFinisher(store, cfg.Lease, log)
+	exec := &executor{store: store, target: tgt, nodeID: cfg.NodeID, targetIsStore: cfg.TargetIsStore,
+		storeTimeout: storeTimeout, observer: cfg.Observer, log: log}
+	pools := newPoolSet(poolDeps{store: store, exec: exec, finisher: fin, nodeID: cfg.NodeID, poll: cfg.Poll,
+		lease: cfg.Lease, observer: cfg.Observer, log: log})
+	n := &Node{cfg: cfg, store: store, log: log, ready: make(chan struct{}), pools: pools, finisher: fin}
+	n.heartbeater = &heartbeater{store: store, pools: pools, nodeID: cfg.NodeID, lease: cfg.Lease, info: n.info, log: log}
+	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: cfg.DefaultWorkers,
+		apply: pools.configure, log: log}
+	n.reclaimer = &reclaimer{store: store, interval: cfg.ReclaimEvery, wake: pools.wakeAll, log: log}
+	n.listener = &listener{store: store, wake: pools.wake, log: log}
+	n.retention = &retention{purge: logs.Retention{Store: store, LogAge: cfg.LogRetention, TaskAge: cfg.TaskRetention, Logger: log},
+		interval: cfg.RetentionEvery, log: log}
 	return n, nil
 }
 
@@ -50,41 +68,40 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 // Run runs the node until ctx ends, then stops gracefully: no new claims,
 // running tasks get the grace period to finish, the rest are cancelled and
 // released so they run again elsewhere, and the node is marked stopped.
+//
+// The order: the finisher and the heartbeater outlive ctx, since tasks still
+// end and hold leases while the node drains; the components that claim or
+// start work (settings, reclaim, listener) and the retention purge stop with
+// ctx.
 func (n *Node) Run(ctx context.Context) error {
 	host, _ := os.Hostname()
 	if err := n.store.RegisterNode(ctx, queue.Node{ID: n.cfg.NodeID, Hostname: host, PID: os.Getpid(), Version: n.cfg.Version}); err != nil {
 		return fmt.Errorf("registering node: %w", err)
 	}
-	// Executions outlive ctx: they are stopped by the grace logic below.
-	execCtx, stopExec := context.WithCancelCause(context.WithoutCancel(ctx))
+	untilDrained := context.WithoutCancel(ctx)
+	// Executions outlive ctx: drain stops them when the grace runs out.
+	execCtx, stopExec := context.WithCancelCause(untilDrained)
 	defer stopExec(nil)
-	var loops, execs sync.WaitGroup
-	// The finisher outlives the executions it serves: it stops after drain.
-	finCtx, stopFinisher := context.WithCancel(context.WithoutCancel(ctx))
-	finDone := make(chan struct{})
-	go func() { defer close(finDone); n.finisher.run(finCtx) }()
-	n.refreshSettings(ctx, execCtx, &loops, &execs)
+	n.finisher.Start(untilDrained)
+	n.heartbeater.Start(untilDrained)
+
+	n.pools.open(ctx, execCtx)
+	n.settings.refresh(ctx)
 	close(n.ready)
-	n.every(ctx, &loops, n.cfg.SettingsEvery, func() { n.refreshSettings(ctx, execCtx, &loops, &execs) })
-	n.every(ctx, &loops, n.cfg.heartbeatEvery(), func() { n.heartbeat(execCtx) })
-	n.every(ctx, &loops, n.cfg.ReclaimEvery, func() { n.reclaim(ctx) })
-	if n.store.Capabilities().Listen {
-		loops.Add(1)
-		go func() {
-			defer loops.Done()
-			if err := n.store.Listen(ctx, n.Wake); err != nil && ctx.Err() == nil {
-				n.log.Warn("listening for enqueues stopped; polling only", "err", err)
-			}
-		}()
+	withCtx := []component{n.settings, n.reclaimer, n.listener, n.retention}
+	for _, c := range withCtx {
+		c.Start(ctx)
 	}
 	n.log.Info("node started", "lease", n.cfg.Lease, "poll", n.cfg.Poll, "default_workers", n.cfg.DefaultWorkers)
 
 	<-ctx.Done()
-	loops.Wait() // producers stopped: nothing new is claimed
-	n.drain(execCtx, stopExec, &execs)
-	stopFinisher()
-	<-finDone
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	for _, c := range withCtx {
+		c.Stop() // no pool is made or woken from now on
+	}
+	n.drain(stopExec)
+	n.finisher.Stop()
+	n.heartbeater.Stop()
+	stopCtx, cancel := context.WithTimeout(untilDrained, 5*time.Second)
 	defer cancel()
 	if err := n.store.StopNode(stopCtx, n.cfg.NodeID); err != nil {
 		n.log.Warn("marking node stopped", "err", err)
@@ -93,167 +110,30 @@ func (n *Node) Run(ctx context.Context) error {
 	return nil
 }
 
-// drain waits for running tasks up to the grace period, keeping their leases
-// alive, then cancels what is left; cancelled executions release their tasks.
-func (n *Node) drain(execCtx context.Context, stopExec context.CancelCauseFunc, execs *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() { execs.Wait(); close(done) }()
-	if len(n.executions()) > 0 {
-		n.log.Info("waiting for running tasks", "count", len(n.executions()), "grace", n.cfg.Grace)
+// drain waits, up to the grace period, for the pools to stop: each has stopped
+// claiming with ctx, and stops once every task it claimed ended and its end is
+// written. The heartbeater keeps their leases alive meanwhile. When the grace
+// runs out it cancels what still runs: those executions release their tasks.
+func (n *Node) drain(stopExec context.CancelCauseFunc) {
+	done := n.pools.done()
+	if running := n.pools.running(); running > 0 {
+		n.log.Info("waiting for running tasks", "count", running, "grace", n.cfg.Grace)
 	}
 	grace := time.NewTimer(n.cfg.Grace)
 	defer grace.Stop()
-	beat := time.NewTicker(n.cfg.heartbeatEvery())
-	defer beat.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-beat.C:
-			n.heartbeat(execCtx)
-		case <-grace.C:
-			n.log.Warn("grace period over; cancelling and releasing running tasks", "count", len(n.executions()))
-			stopExec(errShutdown)
-			<-done
-			return
-		}
+	select {
+	case <-done:
+	case <-grace.C:
+		n.log.Warn("grace period over; cancelling and releasing running tasks", "count", n.pools.running())
+		stopExec(errShutdown)
+		<-done
 	}
-}
-
-// every calls fn each interval until ctx ends.
-func (n *Node) every(ctx context.Context, wg *sync.WaitGroup, interval time.Duration, fn func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				fn()
-			}
-		}
-	}()
 }
 
 // Wake tells the queue's pool that a task was enqueued, so an idle worker
 // claims it at once instead of at the next poll.
-func (n *Node) Wake(queueName string) {
-	n.mu.Lock()
-	p := n.pools[queueName]
-	n.mu.Unlock()
-	if p != nil {
-		p.poke()
-	}
-}
+func (n *Node) Wake(queueName string) { n.pools.wake(queueName) }
 
 // CancelTask stops the task if it runs on this node (the operator's cancel has
 // already been recorded in the store); it reports whether it was here.
-func (n *Node) CancelTask(id int64) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, p := range n.pools {
-		if p.cancelTask(id, errCancelled) {
-			return true
-		}
-	}
-	return false
-}
-
-// refreshSettings starts pools for new queues and applies workers and paused.
-func (n *Node) refreshSettings(ctx, execCtx context.Context, loops, execs *sync.WaitGroup) {
-	qs, err := n.store.QueueSettings(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			n.log.Warn("reading queue settings", "err", err)
-		}
-		return
-	}
-	for _, q := range qs {
-		size := n.cfg.DefaultWorkers
-		if q.Workers != nil {
-			size = *q.Workers
-		}
-		n.mu.Lock()
-		p := n.pools[q.Name]
-		if p == nil {
-			p = newPool(n, q.Name)
-			n.pools[q.Name] = p
-			loops.Add(1)
-			go func() { defer loops.Done(); p.produce(ctx, execCtx, execs) }()
-		}
-		n.mu.Unlock()
-		p.configure(size, q.Paused)
-	}
-}
-
-func (n *Node) executions() []*execution {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var out []*execution
-	for _, p := range n.pools {
-		out = append(out, p.executions()...)
-	}
-	return out
-}
-
-// heartbeat extends every lease this node holds in one call, stops executions
-// whose lease was lost or whose cancellation was requested, and refreshes the
-// node's own row.
-func (n *Node) heartbeat(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.heartbeatEvery())
-	defer cancel()
-	var leases []queue.Lease
-	n.mu.Lock()
-	for _, p := range n.pools {
-		leases = append(leases, p.leases()...)
-	}
-	n.mu.Unlock()
-	if len(leases) > 0 {
-		res, err := n.store.Heartbeat(ctx, leases, n.cfg.Lease)
-		if err != nil {
-			n.log.Warn("heartbeating leases", "count", len(leases), "err", err)
-		} else {
-			n.stop(res.Lost, errLeaseLost)
-			n.stop(res.CancelRequested, errCancelled)
-		}
-	}
-	if err := n.store.HeartbeatNode(ctx, n.cfg.NodeID, n.info()); err != nil {
-		n.log.Warn("heartbeating node", "err", err)
-	}
-}
-
-func (n *Node) stop(ids []int64, cause error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, id := range ids {
-		for _, p := range n.pools {
-			if p.cancelTask(id, cause) {
-				break
-			}
-		}
-	}
-}
-
-// reclaim takes back tasks whose lease ran out on any node.
-func (n *Node) reclaim(ctx context.Context) {
-	res, err := n.store.ReclaimExpired(ctx, 100)
-	if err != nil {
-		if ctx.Err() == nil {
-			n.log.Warn("reclaiming expired leases", "err", err)
-		}
-		return
-	}
-	for _, r := range res {
-		n.log.Info("reclaimed a task whose lease expired", "task", r.TaskID, "state", r.State)
-	}
-	if len(res) > 0 {
-		n.mu.Lock()
-		for _, p := range n.pools {
-			p.poke()
-		}
-		n.mu.Unlock()
-	}
-}
+func (n *Node) CancelTask(id int64) bool { return n.pools.cancel(id, errCancelled) }

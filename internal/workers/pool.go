@@ -3,6 +3,9 @@ package workers
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,23 +19,45 @@ import (
 // A slot is free again as soon as its body has ended on the target; the end is
 // recorded by the node's finisher in a batch commit that the slot does not wait
 // for (River completes jobs the same way). Until that commit the task stays
-// leased and heartbeated here, in ending. At most size tasks may wait so, which
-// bounds what a slow store can pile up: then the pool stops claiming.
+// leased and heartbeated here, in ending; the finisher says which leases it
+// wrote over the ends channel. At most size tasks may wait so, which bounds
+// what a slow store can pile up: then the pool stops claiming.
 type pool struct {
-	n    *Node
+	poolDeps
 	name string
-	wake chan struct{} // a slot freed, an enqueue happened, or the settings changed
+	wake chan struct{}      // a slot freed, an enqueue happened, or the settings changed
+	ends chan []queue.Lease // from the finisher: these ends are written (or given up)
 
 	mu      sync.Mutex
 	size    int
 	paused  bool
 	running map[int64]*execution
-	ending  map[int64]*execution // bodies ended, end not yet recorded
-	slots   []bool               // worker slot i busy; names workers "<queue>-w<i>"
+	ending  map[queue.Lease]struct{} // bodies ended, end not yet recorded
+	slots   []bool                   // worker slot i busy; names workers "<queue>-w<i>"
+	execs   sync.WaitGroup           // the executions' goroutines
 }
 
-func newPool(n *Node, name string) *pool {
-	return &pool{n: n, name: name, wake: make(chan struct{}, 1), running: map[int64]*execution{}, ending: map[int64]*execution{}}
+// poolDeps is what every pool of a node shares.
+type poolDeps struct {
+	store    Store
+	exec     *executor
+	finisher *finisher
+	nodeID   string
+	poll     time.Duration
+	lease    time.Duration
+	observer Observer
+	log      *slog.Logger
+}
+
+// endsBuffer is how many written batches a pool's ends channel holds unread:
+// the finisher waits only when a pool is that far behind (its producer in a
+// long claim), and never on a pool that stopped, which reads until its last
+// end is in.
+const endsBuffer = 16
+
+func newPool(d poolDeps, name string) *pool {
+	return &pool{poolDeps: d, name: name, wake: make(chan struct{}, 1), ends: make(chan []queue.Lease, endsBuffer),
+		running: map[int64]*execution{}, ending: map[queue.Lease]struct{}{}}
 }
 
 func (p *pool) poke() {
@@ -66,27 +91,30 @@ func (p *pool) free() int {
 // followed by another as soon as a slot frees; an empty or partial claim waits
 // for a wake-up (local enqueue, NOTIFY, settings change) or the poll interval;
 // a store error backs off up to 30 s, so a node does not hammer a database
-// that is down.
-func (p *pool) produce(ctx context.Context, execCtx context.Context, wg *sync.WaitGroup) {
+// that is down. Once ctx ends it claims nothing more and returns when every
+// task it claimed has ended and its end is written (or given up): the node's
+// drain waits for that, and cancels the executions when the grace runs out.
+func (p *pool) produce(ctx, execCtx context.Context) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		wait := p.n.cfg.Poll
+		p.collectEnds()
+		wait := p.poll
 		if free := p.free(); free > 0 {
 			began := time.Now()
-			tasks, err := p.n.store.Claim(ctx, queue.ClaimParams{Queue: p.name, Owner: p.n.cfg.NodeID + "/" + p.name,
-				Limit: min(free, queue.MaxClaimLimit), LeaseDuration: p.n.cfg.Lease})
-			p.n.cfg.Observer.Claimed(p.name, len(tasks), time.Since(began), err)
+			tasks, err := p.store.Claim(ctx, queue.ClaimParams{Queue: p.name, Owner: p.nodeID + "/" + p.name,
+				Limit: min(free, queue.MaxClaimLimit), LeaseDuration: p.lease})
+			p.observer.Claimed(p.name, len(tasks), time.Since(began), err)
 			if err != nil {
 				if ctx.Err() != nil {
-					return
+					break
 				}
 				backoff = min(max(backoff*2, 250*time.Millisecond), 30*time.Second)
 				wait = backoff
-				p.n.log.Warn("claim failed; backing off", "queue", p.name, "retry_in", backoff, "err", err)
+				p.log.Warn("claim failed; backing off", "queue", p.name, "retry_in", backoff, "err", err)
 			} else {
 				backoff = 0
 				for _, t := range tasks {
-					p.start(execCtx, t, wg)
+					p.start(execCtx, t)
 				}
 				if len(tasks) == free {
 					continue // there may be more; the next claim finds out when slots free
@@ -97,14 +125,52 @@ func (p *pool) produce(ctx context.Context, execCtx context.Context, wg *sync.Wa
 		select {
 		case <-ctx.Done():
 		case <-p.wake:
+		case leases := <-p.ends:
+			p.forget(leases)
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
+	for p.outstanding() > 0 {
+		select {
+		case leases := <-p.ends:
+			p.forget(leases)
+		case <-p.wake:
+		}
+	}
+	p.execs.Wait()
+}
+
+// collectEnds forgets every end the finisher has reported so far.
+func (p *pool) collectEnds() {
+	for {
+		select {
+		case leases := <-p.ends:
+			p.forget(leases)
+		default:
+			return
+		}
+	}
+}
+
+// forget drops ends that are written; a full ending set may have held claims back.
+func (p *pool) forget(leases []queue.Lease) {
+	p.mu.Lock()
+	for _, l := range leases {
+		delete(p.ending, l)
+	}
+	p.mu.Unlock()
+}
+
+// outstanding counts the tasks claimed here whose end is not written yet.
+func (p *pool) outstanding() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.running) + len(p.ending)
 }
 
 // start runs one claimed task in its own goroutine, in a free worker slot.
-func (p *pool) start(execCtx context.Context, t *queue.Task, wg *sync.WaitGroup) {
+func (p *pool) start(execCtx context.Context, t *queue.Task) {
 	ctx, cancel := context.WithCancelCause(execCtx)
 	e := &execution{task: t, started: time.Now(), cancel: cancel}
 	p.mu.Lock()
@@ -119,45 +185,32 @@ func (p *pool) start(execCtx context.Context, t *queue.Task, wg *sync.WaitGroup)
 	e.worker = fmt.Sprintf("%s-w%d", p.name, slot)
 	p.running[t.ID] = e
 	p.mu.Unlock()
-	wg.Add(1)
+	p.execs.Add(1)
 	go func() {
-		defer wg.Done()
-		// free gives the slot back; an ended task that awaits its record moves to
-		// ending first, before the finisher can have written it.
-		free := func(awaitingRecord bool) {
-			p.mu.Lock()
-			delete(p.running, t.ID)
-			if awaitingRecord {
-				p.ending[t.ID] = e
-			}
-			p.slots[slot] = false
-			p.mu.Unlock()
+		defer p.execs.Done()
+		a, release, record := p.exec.run(ctx, e)
+		// The slot is free once the body ended; an end that awaits its record
+		// moves to ending first, before the finisher can have written it.
+		p.mu.Lock()
+		delete(p.running, t.ID)
+		if record {
+			p.ending[a.Lease] = struct{}{}
 		}
-		if !p.n.run(ctx, e, func() { free(true) }, p.ended) {
-			free(false)
+		p.slots[slot] = false
+		p.mu.Unlock()
+		if record {
+			p.finisher.submit(a, release, p.ends)
 		}
 		cancel(nil)
 		p.poke()
 	}()
 }
 
-// ended is told by the finisher that the end of e was recorded (or given up).
-func (p *pool) ended(e *execution) {
-	p.mu.Lock()
-	delete(p.ending, e.task.ID)
-	p.mu.Unlock()
-	p.poke() // a full ending set may have held claims back
-}
-
 // executions returns a snapshot of what runs now.
 func (p *pool) executions() []*execution {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]*execution, 0, len(p.running))
-	for _, e := range p.running {
-		out = append(out, e)
-	}
-	return out
+	return slices.Collect(maps.Values(p.running))
 }
 
 // leases returns every lease the pool holds: running bodies and ended ones
@@ -169,8 +222,8 @@ func (p *pool) leases() []queue.Lease {
 	for _, e := range p.running {
 		out = append(out, e.task.Lease())
 	}
-	for _, e := range p.ending {
-		out = append(out, e.task.Lease())
+	for l := range p.ending {
+		out = append(out, l)
 	}
 	return out
 }

@@ -88,3 +88,33 @@ func (e env) get(t *testing.T, id int64) *queue.Task {
 	require.NoError(t, err)
 	return task
 }
+
+// On SQLite a transactional body longer than the lease holds the writer while
+// ordinary tasks beside it end: their ends wait for the writer, however long,
+// and are recorded once it is free. Lease time stops while the writer is held,
+// so the ordinary tasks' leases are still theirs; giving their ends up after a
+// lease of waiting made tasks that ran to completion on a live node end as
+// lost attempts (failed, with one attempt allowed).
+func TestSQLiteEndsWaitForALongTransactionalBody(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testenv.New(t, testenv.SQLite))
+	e.Exec(t, "CREATE TABLE fx (tag varchar(20))")
+	// One claim takes them all: the ordinary tasks first, then the
+	// transactional one, which holds the writer for 3 s, more than 3 leases.
+	tasks := []queue.NewTask{{Queue: "w", MaxAttempts: 1, Priority: intp(1), Transactional: true,
+		Body: "INSERT INTO fx VALUES ('long')\nGO\n" + sleepBody(t, e.dialect, 3*time.Second)}}
+	for range 4 {
+		tasks = append(tasks, queue.NewTask{Queue: "w", MaxAttempts: 1, Priority: intp(0), Body: sleepBody(t, e.dialect, 300*time.Millisecond)})
+	}
+	ids := e.enqueue(t, tasks...)
+	_, err := e.store.UpdateQueue(e.ctx, "w", queue.QueueUpdate{Workers: intp(8), Actor: "t"})
+	require.NoError(t, err)
+	e.startNode(t, Config{NodeID: "n1", Poll: 50 * time.Millisecond, Lease: 900 * time.Millisecond,
+		ReclaimEvery: 100 * time.Millisecond, TargetIsStore: true})
+	for i, id := range ids {
+		require.Eventually(t, func() bool { return e.get(t, id).State.Finished() }, time.Minute, 20*time.Millisecond, "task %d finishes", i)
+		require.Equal(t, queue.StateSucceeded, e.get(t, id).State, "task %d", i)
+		requireAttempts(t, e, id, queue.OutcomeSucceeded)
+	}
+	require.Equal(t, int64(1), e.QueryInt(t, "SELECT count(*) FROM fx WHERE tag = 'long'"))
+}

@@ -1,0 +1,233 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite" // the "sqlite" driver
+
+	"readpast/internal/queue"
+	"readpast/internal/testenv"
+)
+
+// database is one test database: its migrated store, as the test reads and
+// enqueues through it, and a connection pool of the test's own for the
+// effects table the task bodies write. Calls take t.Context(), not the Env's
+// context, whose five minutes a long run outlasts.
+type database struct {
+	*testenv.Env
+	db *sql.DB
+}
+
+// newSQLite makes a fresh SQLite file.
+func newSQLite(t *testing.T) database {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "chaos.db")
+	db, err := sql.Open("sqlite", "file:"+strings.ReplaceAll(url.PathEscape(path), "%2F", "/")+"?_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return database{Env: testenv.On(t, testenv.SQLite, "sqlite://"+path), db: db}
+}
+
+// newPostgres makes a fresh database at dsn (a new database of a test server).
+func newPostgres(t *testing.T, dsn string) database {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return database{Env: testenv.On(t, testenv.Postgres, dsn), db: db}
+}
+
+// shape is one wave of the workload: transactional tasks, whose effect must
+// commit exactly once, and ordinary ones, whose effect may repeat only for an
+// attempt that did not succeed; each body writes its effect, then sleeps a
+// random time in its range, so a kill finds effects written and not committed.
+type shape struct {
+	tx, ordinary           int
+	txSleep, ordinarySleep [2]time.Duration
+}
+
+func (s shape) size() int { return s.tx + s.ordinary }
+
+// workload is the tasks of one run and the effect each one writes.
+type workload struct {
+	database
+	queue string
+	tags  map[int64]string // task id → its effect's tag: tx-N or ord-N
+	next  int
+}
+
+func newWorkload(t *testing.T, d database, queueName string) *workload {
+	t.Helper()
+	d.Exec(t, "CREATE TABLE chaos_effect (tag varchar(40) NOT NULL)")
+	return &workload{database: d, queue: queueName, tags: map[int64]string{}}
+}
+
+// enqueue adds one wave, in a random order of kinds.
+func (w *workload) enqueue(t *testing.T, s shape) {
+	t.Helper()
+	var tasks []queue.NewTask
+	var tags []string
+	add := func(kind string, n int, sleep [2]time.Duration, transactional bool) {
+		for range n {
+			w.next++
+			tag := fmt.Sprintf("%s-%d", kind, w.next)
+			d := sleep[0] + rand.N(sleep[1]-sleep[0]+1)
+			tasks = append(tasks, queue.NewTask{Queue: w.queue, Transactional: transactional, MaxAttempts: 1000,
+				Body: fmt.Sprintf("INSERT INTO chaos_effect (tag) VALUES ('%s')\nGO\n%s", tag, testenv.SleepBody(t, w.Dialect, d))})
+			tags = append(tags, tag)
+		}
+	}
+	add("tx", s.tx, s.txSleep, true)
+	add("ord", s.ordinary, s.ordinarySleep, false)
+	rand.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i]; tags[i], tags[j] = tags[j], tags[i] })
+	res, err := w.Store.Enqueue(t.Context(), tasks)
+	require.NoError(t, err, "enqueueing a wave of %d tasks", len(tasks))
+	for i, id := range queue.IDs(res) {
+		w.tags[id] = tags[i]
+	}
+}
+
+// unfinished counts the workload's tasks not yet finished; ok is false when
+// the store could not say (a fault test's server may be down).
+func (w *workload) unfinished() (n int64, ok bool) {
+	c, err := queueCounts(w.Store, w.queue)
+	return c[queue.StatePending] + c[queue.StateRunning], err == nil
+}
+
+// queueCounts reads how many tasks of queue q are in each state.
+func queueCounts(s queue.Store, q string) (map[queue.State]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	qs, err := s.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range qs {
+		if x.Name == q {
+			return x.Counts, nil
+		}
+	}
+	return nil, nil
+}
+
+// tally is what a run did, as the checks found it.
+type tally struct {
+	tasks    int
+	attempts map[queue.Outcome]int
+	repeats  int // effects of ordinary tasks written more than once
+}
+
+func (c tally) String() string {
+	var parts []string
+	for _, o := range []queue.Outcome{queue.OutcomeSucceeded, queue.OutcomeFailed, queue.OutcomeLost, queue.OutcomeTimedOut, queue.OutcomeCancelled} {
+		if c.attempts[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", o, c.attempts[o]))
+		}
+	}
+	return fmt.Sprintf("%d tasks, attempts %s, %d repeated effects of ordinary tasks", c.tasks, strings.Join(parts, " "), c.repeats)
+}
+
+// verify checks the run lost nothing and did nothing twice that it may not
+// have: every task succeeded, with exactly one succeeded attempt and no other
+// outcome than allowed; a transactional task's effect is there exactly once;
+// an ordinary task's effect is there at least once and repeats at most once
+// per attempt of it that did not succeed.
+func (w *workload) verify(t *testing.T, allowed ...queue.Outcome) tally {
+	t.Helper()
+	c := tally{attempts: map[queue.Outcome]int{}}
+	tasks, attempts := readQueue(t, w.database, w.queue)
+	require.Len(t, tasks, len(w.tags), "every task enqueued is in the store")
+	for _, task := range tasks {
+		require.Equal(t, queue.StateSucceeded, task.State, "task %d (%s) ended %s: %s", task.ID, w.tags[task.ID], task.State, task.LastError)
+	}
+	c.tasks = len(tasks)
+
+	succeeded, notSucceeded := map[int64]int{}, map[int64]int{}
+	for id, recs := range attempts {
+		for _, r := range recs {
+			c.attempts[r.Outcome]++
+			require.Contains(t, allowed, r.Outcome, "task %d (%s) attempt %d ended %s on %s: %s", id, w.tags[id], r.Attempt, r.Outcome, r.Node, r.Error)
+			if r.Outcome == queue.OutcomeSucceeded {
+				succeeded[id]++
+			} else {
+				notSucceeded[id]++
+			}
+		}
+	}
+
+	effects := w.effects(t)
+	for _, id := range slices.Sorted(maps.Keys(w.tags)) {
+		tag := w.tags[id]
+		require.Equal(t, 1, succeeded[id], "task %d (%s) has exactly one succeeded attempt", id, tag)
+		n := effects[tag]
+		if strings.HasPrefix(tag, "tx-") {
+			require.Equal(t, 1, n, "the effect of transactional task %d (%s) commits exactly once", id, tag)
+			continue
+		}
+		require.GreaterOrEqual(t, n, 1, "the effect of ordinary task %d (%s) is there", id, tag)
+		require.LessOrEqual(t, n-1, notSucceeded[id], "each repeat of ordinary task %d (%s)'s effect matches an attempt that did not succeed", id, tag)
+		c.repeats += n - 1
+	}
+	require.Len(t, effects, len(w.tags), "no effect without its task")
+	return c
+}
+
+// readQueue returns the queue's tasks and each one's attempts, oldest first.
+func readQueue(t *testing.T, db database, q string) ([]*queue.Task, map[int64][]queue.AttemptRecord) {
+	t.Helper()
+	var tasks []*queue.Task
+	for before := int64(0); ; {
+		page, err := db.Store.List(t.Context(), queue.ListParams{Queue: q, Before: before, Limit: 1000})
+		require.NoError(t, err)
+		tasks = append(tasks, page...)
+		if len(page) < 1000 {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	attempts := map[int64][]queue.AttemptRecord{}
+	for before := int64(0); ; {
+		page, err := db.Store.Attempts(t.Context(), queue.LogQuery{Queue: q, Before: before, Limit: 10000})
+		require.NoError(t, err)
+		for _, r := range page {
+			attempts[r.TaskID] = append(attempts[r.TaskID], r)
+		}
+		if len(page) < 10000 {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	for _, recs := range attempts {
+		slices.SortFunc(recs, func(a, b queue.AttemptRecord) int { return a.Attempt - b.Attempt })
+	}
+	return tasks, attempts
+}
+
+// effects counts the effect rows per tag.
+func (w *workload) effects(t *testing.T) map[string]int {
+	t.Helper()
+	rows, err := w.db.QueryContext(t.Context(), "SELECT tag, count(*) FROM chaos_effect GROUP BY tag")
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var tag string
+		var n int
+		require.NoError(t, rows.Scan(&tag, &n))
+		out[tag] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}

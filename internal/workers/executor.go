@@ -1,0 +1,98 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"readpast/internal/queue"
+	"readpast/internal/target"
+)
+
+// sessionDelay: a task still running after this long has its session id written
+// to the store, so the dashboard shows its SPID; shorter tasks only log it.
+const sessionDelay = time.Second
+
+// executor runs claimed tasks' bodies for every pool of the node: on the
+// target, or, for a transactional task whose target is the store, in the
+// store's transaction that also records its end (Store.RunTransactional).
+type executor struct {
+	store         Store
+	target        target.Target
+	nodeID        string
+	targetIsStore bool
+	storeTimeout  time.Duration // bounds the session id write
+	observer      Observer
+	log           *slog.Logger
+}
+
+// run executes one claimed task and returns the attempt left to record, with
+// release set when the shutdown stopped it; record is false when nothing is
+// left to record: a transactional task that committed ended inside its own
+// transaction, and a task whose lease was lost belongs to another holder now.
+// Every other attempt, transactional or not, gets its outcome from the same
+// rule (outcome: the cause that stopped it, else the body's error).
+func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, release, record bool) {
+	t := e.task
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t.Timeout, errTimedOut)
+		defer cancel()
+	}
+	showSession := time.AfterFunc(sessionDelay, func() { x.showSession(ctx, e) })
+	defer showSession.Stop()
+
+	a = queue.Attempt{Lease: t.Lease(), Node: x.nodeID, Worker: e.worker, StartedAt: e.started}
+	var runErr error
+	if t.Transactional && x.targetIsStore {
+		res, err := x.store.RunTransactional(ctx, a, t.Body)
+		switch {
+		case errors.Is(err, queue.ErrLeaseLost):
+			x.observer.Finished(t.Queue, queue.OutcomeLost, time.Since(a.StartedAt))
+			x.log.Warn("transactional task rolled back: the lease was lost", "task", t.ID)
+			return a, false, false
+		case err == nil && res.Committed:
+			x.observer.Finished(t.Queue, queue.OutcomeSucceeded, time.Since(a.StartedAt))
+			logEnd(x.log, res.Finish, nil)
+			return a, false, false
+		}
+		// Rolled back, or the store failed: recorded below like any attempt.
+		// After a store error the commit may have happened; the fenced finish
+		// then changes nothing.
+		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+		switch {
+		case err != nil:
+			runErr = err
+		case res.BodyErr != nil:
+			runErr = res.BodyErr
+		default: // a store that neither committed nor said why: never a success
+			runErr = errors.New("the transactional body was rolled back")
+		}
+	} else {
+		res, err := x.target.Run(ctx, t.Body, e.setSession)
+		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+		runErr = err
+	}
+	a.FinishedAt = time.Now()
+	a.Outcome, a.Error = outcome(ctx, runErr)
+	x.observer.Finished(t.Queue, a.Outcome, a.FinishedAt.Sub(a.StartedAt))
+	if errors.Is(context.Cause(ctx), errLeaseLost) {
+		x.log.Warn("stopped a task whose lease was lost", "task", t.ID)
+		return a, false, false
+	}
+	return a, errors.Is(context.Cause(ctx), errShutdown), true
+}
+
+// showSession writes the session id of a task that runs long to its row.
+func (x *executor) showSession(ctx context.Context, e *execution) {
+	id := e.sessionID()
+	if id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.storeTimeout)
+	defer cancel()
+	if err := x.store.SetSession(ctx, e.task.Lease(), id); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		x.log.Warn("recording session id", "task", e.task.ID, "err", err)
+	}
+}

@@ -1,0 +1,48 @@
+package workers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// heartbeater keeps the node's leases alive (asynq's heartbeat.go): every
+// third of the lease it extends every lease the node holds in one store call,
+// stops the executions whose lease was lost (another holder owns the task now)
+// or whose cancellation an operator requested on another node, and refreshes
+// the node's own row with a snapshot of its pools. It runs until the node has
+// drained, so the leases of tasks still finishing stay alive.
+type heartbeater struct {
+	lifecycle
+	store  Store
+	pools  *poolSet
+	nodeID string
+	lease  time.Duration
+	info   func() string // the node's snapshot, as JSON
+	log    *slog.Logger
+}
+
+// Start beats every third of the lease until ctx ends or Stop.
+func (h *heartbeater) Start(ctx context.Context) {
+	h.start(ctx, func(ctx context.Context) { every(ctx, h.lease/3, false, h.beat) })
+}
+
+// beat is one heartbeat, bounded by the interval so that a slow store never
+// stacks them.
+func (h *heartbeater) beat(ctx context.Context) {
+	callCtx, cancel := context.WithTimeout(ctx, h.lease/3)
+	defer cancel()
+	if leases := h.pools.leases(); len(leases) > 0 {
+		res, err := h.store.Heartbeat(callCtx, leases, h.lease)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			h.log.Warn("heartbeating leases", "count", len(leases), "err", err)
+		case err == nil:
+			h.pools.stop(res.Lost, errLeaseLost)
+			h.pools.stop(res.CancelRequested, errCancelled)
+		}
+	}
+	if err := h.store.HeartbeatNode(callCtx, h.nodeID, h.info()); err != nil && ctx.Err() == nil {
+		h.log.Warn("heartbeating node", "err", err)
+	}
+}
