@@ -33,6 +33,17 @@ func TestPagesRender(t *testing.T) {
 	require.Contains(t, home.body, "<svg", "the throughput chart is drawn server-side")
 	require.Contains(t, home.body, `data-live="count:etl:succeeded"`)
 	require.Equal(t, "no-store", home.header.Get("Cache-Control"))
+	require.Contains(t, home.body, `<a href="/?range=1h" class="active">1h</a>`, "the chart shows the last hour first")
+	require.Contains(t, home.body, "finished / min")
+	week := e.get("/?range=7d")
+	require.Equal(t, http.StatusOK, week.status, week.body)
+	require.Contains(t, week.body, `<a href="/?range=7d" class="active">7d</a>`, "the range switch is a plain link")
+	require.Contains(t, week.body, "finished / hour")
+	require.Contains(t, week.body, `data-live-query="range=7d"`, "the live chart keeps the range")
+	require.Contains(t, week.body, "in the last 7 days")
+	badRange := e.get("/?range=1y")
+	require.Equal(t, http.StatusBadRequest, badRange.status)
+	require.Contains(t, badRange.body, "is not one of 1h, 24h, 7d")
 
 	tasks := e.get("/tasks?queue=etl")
 	require.Equal(t, http.StatusOK, tasks.status)
@@ -116,7 +127,9 @@ func TestLiveChecksOriginAndView(t *testing.T) {
 	res.Body.Close()
 	conn.Close()
 
-	_, res, err = websocket.DefaultDialer.Dial(url+"?view=everything", nil)
-	require.Error(t, err)
-	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	for _, bad := range []string{"?view=everything", "?view=overview&range=1y"} {
+		_, res, err = websocket.DefaultDialer.Dial(url+bad, nil)
+		require.Error(t, err, bad)
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, bad)
+	}
 }
