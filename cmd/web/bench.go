@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,26 +34,33 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	rate := fs.Float64("latency-rate", 20, "latency: tasks per second")
 	depths := fs.String("depths", "1000,100000,1000000", "depth: pending depths to measure claims at")
 	idleFor := fs.Duration("idle-for", 10*time.Second, "idle: how long to watch an idle node")
-	only := fs.String("only", "", "comma-separated parts to run: throughput, latency, depth, idle (default all)")
+	historySizes := fs.String("history", "1000,1000000", "history: finished tasks to measure the dashboard at (10M: 10000000; SQLite builds it in tens of minutes)")
+	historyRequests := fs.Int("history-requests", 100, "history: timed requests of each kind per size")
+	only := fs.String("only", "", "comma-separated parts to run: throughput, latency, depth, idle, history (default all)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var ds []int
-	for _, f := range strings.Split(*depths, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintf(errOut, "readpast bench: --depths %q: give positive whole numbers separated by commas\n", *depths)
-			return 2
-		}
-		ds = append(ds, n)
+	ds, ok := positiveList(*depths)
+	if !ok {
+		fmt.Fprintf(errOut, "readpast bench: --depths %q: give positive whole numbers separated by commas\n", *depths)
+		return 2
+	}
+	hs, ok := positiveList(*historySizes)
+	if !ok {
+		fmt.Fprintf(errOut, "readpast bench: --history %q: give positive whole numbers separated by commas\n", *historySizes)
+		return 2
+	}
+	if *historyRequests < 1 {
+		fmt.Fprintf(errOut, "readpast bench: --history-requests %d: give at least 1\n", *historyRequests)
+		return 2
 	}
 	parts := map[string]bool{}
 	for _, p := range strings.Split(*only, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			if p != "throughput" && p != "latency" && p != "depth" && p != "idle" {
-				fmt.Fprintf(errOut, "readpast bench: --only %q: parts are throughput, latency, depth, idle\n", p)
+			if !slices.Contains(benchParts, p) {
+				fmt.Fprintf(errOut, "readpast bench: --only %q: parts are %s\n", p, strings.Join(benchParts, ", "))
 				return 2
 			}
 			parts[p] = true
@@ -96,7 +104,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 		}()
 	}
 	r, err := bench.Run(ctx, bench.Config{Store: s, Target: tgt, Dialect: s.Dialect(), DSN: *dsn, Tasks: *tasks, Workers: *nworkers,
-		Nodes: *nodes, LatencyTasks: *latTasks, LatencyRate: *rate, Depths: ds, IdleFor: *idleFor, Only: parts, Progress: errOut})
+		Nodes: *nodes, LatencyTasks: *latTasks, LatencyRate: *rate, Depths: ds, IdleFor: *idleFor,
+		History: hs, HistoryRequests: *historyRequests, Only: parts, Progress: errOut})
 	if r != nil {
 		r.WriteTable(out)
 		enc := json.NewEncoder(out)
@@ -108,6 +117,22 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 		return 1
 	}
 	return 0
+}
+
+// benchParts are what --only names.
+var benchParts = []string{"throughput", "latency", "depth", "idle", "history"}
+
+// positiveList reads "1000,20000": whole numbers above zero.
+func positiveList(s string) ([]int, bool) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, true
 }
 
 func writeHeapProfile(path string) error {

@@ -34,7 +34,12 @@ type Config struct {
 	Depths []int
 	// Idle: how long to watch an idle node; default 10s
 	IdleFor time.Duration
-	// Which parts to run: throughput, latency, depth, idle (default all)
+	// History: sizes of the history of finished tasks to measure the
+	// dashboard, API, /metrics and live ticks at; default 1k and 1M
+	History []int
+	// HistoryRequests: timed requests of each kind per size; default 100
+	HistoryRequests int
+	// Which parts to run: throughput, latency, depth, idle, history (default all)
 	Only   map[string]bool
 	Logger *slog.Logger
 	// Progress receives a line per step.
@@ -48,6 +53,7 @@ type Report struct {
 	Latency    *LatencyResult     `json:"latency,omitempty"`
 	Depth      []DepthResult      `json:"depth,omitempty"`
 	Idle       *IdleResult        `json:"idle,omitempty"`
+	History    []HistoryResult    `json:"history,omitempty"`
 	Extra      map[string]float64 `json:"extra,omitempty"`
 }
 
@@ -72,6 +78,12 @@ func (c *Config) defaults() {
 	}
 	if c.IdleFor == 0 {
 		c.IdleFor = 10 * time.Second
+	}
+	if len(c.History) == 0 {
+		c.History = []int{1000, 1000000}
+	}
+	if c.HistoryRequests == 0 {
+		c.HistoryRequests = 100
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -110,6 +122,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if c.wants("depth") {
 		if r.Depth, err = depth(ctx, c); err != nil {
 			return r, fmt.Errorf("depth: %w", err)
+		}
+	}
+	// Last: the history it leaves would change what the other parts measure.
+	if c.wants("history") {
+		if r.History, err = history(ctx, c); err != nil {
+			return r, fmt.Errorf("history: %w", err)
 		}
 	}
 	return r, nil

@@ -35,4 +35,27 @@ func (r *Report) WriteTable(w io.Writer) {
 	if i := r.Idle; i != nil {
 		fmt.Fprintf(tw, "idle node\t%d queues for %.0f s\t%.2f queries/s\t%.2f per queue\n", i.Queues, i.Seconds, i.QueriesPerSec, i.PerQueuePerSec)
 	}
+	r.writeHistory(tw)
+}
+
+// writeHistory prints one line per request and size, and whether every
+// request's p50 stayed within the goal.
+func (r *Report) writeHistory(w io.Writer) {
+	if len(r.History) == 0 {
+		return
+	}
+	worst := r.History[0]
+	for _, h := range r.History {
+		fmt.Fprintf(w, "history\t%d finished\t%s %s\tp50 %.2f ms\tp99 %.2f ms\t× %.2f / %.2f\n",
+			h.Finished, h.Kind, h.Request, h.P50, h.P99, h.P50Ratio, h.P99Ratio)
+		if h.P50Ratio > worst.P50Ratio {
+			worst = h
+		}
+	}
+	verdict := "met"
+	if worst.P50Ratio > historyGoal {
+		verdict = "not met"
+	}
+	fmt.Fprintf(w, "history goal\tp50 ≤ %.1f × without history: %s (worst %s %s, × %.2f at %d finished)\n",
+		historyGoal, verdict, worst.Kind, worst.Request, worst.P50Ratio, worst.Finished)
 }
