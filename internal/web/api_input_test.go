@@ -36,72 +36,69 @@ func (e *apiEnv) taskCount() int {
 // omitted field is the default; 0 is out of range).
 func TestAPIRefusesWhatItCannotStoreAsSent(t *testing.T) {
 	t.Parallel()
-	for _, d := range []testenv.Dialect{testenv.SQLite, testenv.Postgres} {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			e := newAPIEnv(t, apiOpts{dialect: d})
-			bogusBatch := make([]string, 500)
-			for i := range bogusBatch {
-				bogusBatch[i] = `{"body":"SELECT 1"}`
-			}
-			bogusBatch[499] = `{"body":"SELECT 1","bogus":true}`
-			nulBatch := `{"chain":"c","tasks":[{"body":"SELECT 1"},{"body":"SELECT 2"},{"body":"SELECT 3","group":"g\u0000"}]}`
+	forEachDialect(t, func(t *testing.T, d testenv.Dialect) {
+		e := newAPIEnv(t, apiOpts{dialect: d})
+		bogusBatch := make([]string, 500)
+		for i := range bogusBatch {
+			bogusBatch[i] = `{"body":"SELECT 1"}`
+		}
+		bogusBatch[499] = `{"body":"SELECT 1","bogus":true}`
+		nulBatch := `{"chain":"c","tasks":[{"body":"SELECT 1"},{"body":"SELECT 2"},{"body":"SELECT 3","group":"g\u0000"}]}`
 
-			cases := []struct {
-				name, method, path, body, field, want string
-			}{
-				{"duplicate key", "POST", "/api/tasks", `{"body":"SELECT 1","body":"SELECT 2"}`, "body", "more than once"},
-				{"duplicate key in a batch task", "POST", "/api/tasks/batch", `{"tasks":[{"body":"SELECT 1"},{"body":"SELECT 1","queue":"a","queue":"b"}]}`, "tasks[1].queue", "more than once"},
-				{"key in capitals", "POST", "/api/tasks", `{"BODY":"SELECT 1"}`, "BODY", "not a known field"},
-				{"key in another case", "POST", "/api/tasks", `{"body":"SELECT 1","Queue":"etl"}`, "Queue", "not a known field"},
-				{"lone surrogate", "POST", "/api/tasks", `{"body":"SELECT '\ud800'"}`, "body", "surrogate"},
-				{"invalid UTF-8", "POST", "/api/tasks", "{\"body\":\"SELECT '\xff'\"}", "body", "UTF-8"},
-				{"NUL in the body", "POST", "/api/tasks", `{"body":"SELECT 1\u0000"}`, "body", "NUL"},
-				{"NUL in the group", "POST", "/api/tasks", `{"body":"SELECT 1","group":"g\u0000"}`, "group", "NUL"},
-				{"NUL in the chain", "POST", "/api/tasks", `{"body":"SELECT 1","chain":"\u0000"}`, "chain", "NUL"},
-				{"NUL in the queue", "POST", "/api/tasks", `{"body":"SELECT 1","queue":"q\u0000"}`, "queue", "queue name"},
-				{"NUL in a batch's chain", "POST", "/api/tasks/batch", `{"chain":"c\u0000","tasks":[{"body":"SELECT 1"}]}`, "chain", "NUL"},
-				{"NUL in a batch task", "POST", "/api/tasks/batch", nulBatch, "tasks[2].group", "NUL"},
-				{"max_attempts 0", "POST", "/api/tasks", `{"body":"SELECT 1","max_attempts":0}`, "max_attempts", "use 1 to 1000"},
-				{"a timeout that would round to none", "POST", "/api/tasks", `{"body":"SELECT 1","timeout_seconds":0.0004}`, "timeout_seconds", "at least 1ms"},
-				{"unknown field in the 500th task", "POST", "/api/tasks/batch", `{"tasks":[` + strings.Join(bogusBatch, ",") + `]}`, "tasks[499].bogus", "not a known field"},
-				{"NUL in a group's name", "PUT", "/api/groups/g%00", `{"max_running":2}`, "group", "NUL"},
-				{"NUL in a queue's name", "PATCH", "/api/queues/q%00", `{"paused":true}`, "name", "queue name"},
-				{"NUL in the group filter", "GET", "/api/tasks?group=g%00", "", "group", "NUL"},
-				{"NUL in the chain filter", "GET", "/api/tasks?chain=%00", "", "chain", "NUL"},
-				{"invalid UTF-8 in the chain filter", "GET", "/api/tasks?chain=%FF", "", "chain", "UTF-8"},
-				{"NUL in the queue filter", "GET", "/api/tasks?queue=%00", "", "queue", "queue name"},
-				{"NUL in the log's queue filter", "GET", "/api/logs?queue=%00", "", "queue", "queue name"},
-			}
-			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) {
-					r := e.call(c.method, c.path, "", c.body)
-					require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
-					var b api.ErrorBody
-					r.json(t, &b)
-					require.Equal(t, c.field, b.Field, "%s", r.body)
-					require.Contains(t, b.Error, c.want)
-				})
-			}
-			require.Zero(t, e.taskCount(), "a refused request writes nothing")
-			gs, err := e.store.Groups(e.ctx)
-			require.NoError(t, err)
-			require.Empty(t, gs)
+		cases := []struct {
+			name, method, path, body, field, want string
+		}{
+			{"duplicate key", "POST", "/api/tasks", `{"body":"SELECT 1","body":"SELECT 2"}`, "body", "more than once"},
+			{"duplicate key in a batch task", "POST", "/api/tasks/batch", `{"tasks":[{"body":"SELECT 1"},{"body":"SELECT 1","queue":"a","queue":"b"}]}`, "tasks[1].queue", "more than once"},
+			{"key in capitals", "POST", "/api/tasks", `{"BODY":"SELECT 1"}`, "BODY", "not a known field"},
+			{"key in another case", "POST", "/api/tasks", `{"body":"SELECT 1","Queue":"etl"}`, "Queue", "not a known field"},
+			{"lone surrogate", "POST", "/api/tasks", `{"body":"SELECT '\ud800'"}`, "body", "surrogate"},
+			{"invalid UTF-8", "POST", "/api/tasks", "{\"body\":\"SELECT '\xff'\"}", "body", "UTF-8"},
+			{"NUL in the body", "POST", "/api/tasks", `{"body":"SELECT 1\u0000"}`, "body", "NUL"},
+			{"NUL in the group", "POST", "/api/tasks", `{"body":"SELECT 1","group":"g\u0000"}`, "group", "NUL"},
+			{"NUL in the chain", "POST", "/api/tasks", `{"body":"SELECT 1","chain":"\u0000"}`, "chain", "NUL"},
+			{"NUL in the queue", "POST", "/api/tasks", `{"body":"SELECT 1","queue":"q\u0000"}`, "queue", "queue name"},
+			{"NUL in a batch's chain", "POST", "/api/tasks/batch", `{"chain":"c\u0000","tasks":[{"body":"SELECT 1"}]}`, "chain", "NUL"},
+			{"NUL in a batch task", "POST", "/api/tasks/batch", nulBatch, "tasks[2].group", "NUL"},
+			{"max_attempts 0", "POST", "/api/tasks", `{"body":"SELECT 1","max_attempts":0}`, "max_attempts", "use 1 to 1000"},
+			{"a timeout that would round to none", "POST", "/api/tasks", `{"body":"SELECT 1","timeout_seconds":0.0004}`, "timeout_seconds", "at least 1ms"},
+			{"unknown field in the 500th task", "POST", "/api/tasks/batch", `{"tasks":[` + strings.Join(bogusBatch, ",") + `]}`, "tasks[499].bogus", "not a known field"},
+			{"NUL in a group's name", "PUT", "/api/groups/g%00", `{"max_running":2}`, "group", "NUL"},
+			{"NUL in a queue's name", "PATCH", "/api/queues/q%00", `{"paused":true}`, "name", "queue name"},
+			{"NUL in the group filter", "GET", "/api/tasks?group=g%00", "", "group", "NUL"},
+			{"NUL in the chain filter", "GET", "/api/tasks?chain=%00", "", "chain", "NUL"},
+			{"invalid UTF-8 in the chain filter", "GET", "/api/tasks?chain=%FF", "", "chain", "UTF-8"},
+			{"NUL in the queue filter", "GET", "/api/tasks?queue=%00", "", "queue", "queue name"},
+			{"NUL in the log's queue filter", "GET", "/api/logs?queue=%00", "", "queue", "queue name"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				r := e.call(c.method, c.path, "", c.body)
+				require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+				var b api.ErrorBody
+				r.json(t, &b)
+				require.Equal(t, c.field, b.Field, "%s", r.body)
+				require.Contains(t, b.Error, c.want)
+			})
+		}
+		require.Zero(t, e.taskCount(), "a refused request writes nothing")
+		gs, err := e.store.Groups(e.ctx)
+		require.NoError(t, err)
+		require.Empty(t, gs)
 
-			// What is accepted is stored as sent: an omitted max_attempts is the
-			// default, and text survives byte for byte.
-			body := "SELECT '😀 \u00e9\t\\'' -- tab, quote, emoji\r\nGO\r\n"
-			sent := fmt.Sprintf(`{"body":%q,"group":"é g","chain":"c\t1"}`, body)
-			sent = strings.Replace(sent, `😀`, `\ud83d\ude00`, 1) // an escaped surrogate pair is one character
-			created := e.enqueue("", sent)
-			stored, err := e.store.Get(e.ctx, created.ID)
-			require.NoError(t, err)
-			require.Equal(t, body, stored.Body)
-			require.Equal(t, "é g", stored.Group)
-			require.Equal(t, "c\t1", stored.Chain)
-			require.Equal(t, queue.DefaultMaxAttempts, stored.MaxAttempts)
-		})
-	}
+		// What is accepted is stored as sent: an omitted max_attempts is the
+		// default, and text survives byte for byte.
+		body := "SELECT '😀 \u00e9\t\\'' -- tab, quote, emoji\r\nGO\r\n"
+		sent := fmt.Sprintf(`{"body":%q,"group":"é g","chain":"c\t1"}`, body)
+		sent = strings.Replace(sent, `😀`, `\ud83d\ude00`, 1) // an escaped surrogate pair is one character
+		created := e.enqueue("", sent)
+		stored, err := e.store.Get(e.ctx, created.ID)
+		require.NoError(t, err)
+		require.Equal(t, body, stored.Body)
+		require.Equal(t, "é g", stored.Group)
+		require.Equal(t, "c\t1", stored.Chain)
+		require.Equal(t, queue.DefaultMaxAttempts, stored.MaxAttempts)
+	})
 }
 
 // written is what a request could have written: the newest task, every

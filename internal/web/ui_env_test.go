@@ -22,12 +22,13 @@ import (
 
 // uiOpts shapes one dashboard test server.
 type uiOpts struct {
-	node           bool // run a real worker node on the store
+	dialect        testenv.Dialect // the store's
+	node           bool            // run a real worker node on the store
 	defaultWorkers int
 }
 
-// uiEnv is the dashboard on a fresh SQLite store in local mode (every request
-// acts as the operator "local"), reached over real HTTP.
+// uiEnv is the dashboard on a fresh store in local mode (every request acts
+// as the operator "local"), reached over real HTTP.
 type uiEnv struct {
 	t      *testing.T
 	ctx    context.Context
@@ -42,7 +43,8 @@ func newUIEnv(t *testing.T, o uiOpts) *uiEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	dsn := testenv.NewDSN(t, testenv.SQLite)
+	require.NotEmpty(t, o.dialect, "name the store's dialect")
+	dsn := testenv.NewDSN(t, o.dialect)
 	s := testenv.OpenStore(t, dsn, queue.Options{})
 	require.NoError(t, s.Migrate(ctx))
 	jar, err := cookiejar.New(nil)
