@@ -31,6 +31,8 @@ type HistoryResult struct {
 	// without history: only the live set).
 	P50Ratio float64 `json:"p50_ratio"`
 	P99Ratio float64 `json:"p99_ratio"`
+	// Error is why a request failed (then its times are the failed one's).
+	Error string `json:"error,omitempty"`
 }
 
 // historyQueuePrefix names the history part's queues: {prefix}0, 1 and 2.
@@ -95,10 +97,7 @@ func history(ctx context.Context, c Config) ([]HistoryResult, error) {
 			return out, err
 		}
 		fmt.Fprintf(c.Progress, "history: measuring %d kinds of request, %d finished tasks in the store\n", len(requests), total)
-		rs, err := measureRequests(ctx, requests, c.HistoryRequests)
-		if err != nil {
-			return out, err
-		}
+		rs := measureRequests(ctx, requests, c.HistoryRequests)
 		if base == nil {
 			base = rs
 		}
@@ -209,28 +208,39 @@ func historyRequests(base string, l liveSet) []historyRequest {
 const historyWarmup = 3
 
 // measureRequests makes rounds of one request of each kind, interleaved so
-// that the machine's noise falls on every kind alike.
-func measureRequests(ctx context.Context, reqs []historyRequest, rounds int) ([]HistoryResult, error) {
+// that the machine's noise falls on every kind alike. A kind whose request
+// fails (the server's deadline for a request's reads is ops.Timeout) is
+// reported with its error and how long it took, and not asked again at this
+// size: it is the finding, and repeating it would only take minutes.
+func measureRequests(ctx context.Context, reqs []historyRequest, rounds int) []HistoryResult {
 	client := &http.Client{Timeout: time.Minute}
 	defer client.CloseIdleConnections()
+	out := make([]HistoryResult, len(reqs))
 	took := make([][]time.Duration, len(reqs))
 	for round := 0; round < historyWarmup+rounds; round++ {
 		for i, r := range reqs {
+			if out[i].Error != "" {
+				continue
+			}
 			start := time.Now()
-			if err := fetch(ctx, client, r); err != nil {
-				return nil, fmt.Errorf("%s %s: %w", r.kind, r.name, err)
+			err := fetch(ctx, client, r)
+			d := time.Since(start)
+			if err != nil {
+				out[i].Error = fmt.Sprintf("%v after %.1f s", err, d.Seconds())
+				took[i] = append(took[i], d)
+				continue
 			}
 			if round >= historyWarmup {
-				took[i] = append(took[i], time.Since(start))
+				took[i] = append(took[i], d)
 			}
 		}
 	}
-	out := make([]HistoryResult, len(reqs))
 	for i, r := range reqs {
 		sortDurations(took[i])
-		out[i] = HistoryResult{Kind: r.kind, Request: r.name, Requests: rounds, P50: percentile(took[i], 50), P99: percentile(took[i], 99)}
+		out[i].Kind, out[i].Request, out[i].Requests = r.kind, r.name, len(took[i])
+		out[i].P50, out[i].P99 = percentile(took[i], 50), percentile(took[i], 99)
 	}
-	return out, nil
+	return out
 }
 
 // fetch makes one request and reads the whole answer.
