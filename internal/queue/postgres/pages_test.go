@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"readpast/internal/queue"
 )
 
@@ -75,22 +78,7 @@ func TestReadsUseIndexesNotHistory(t *testing.T) {
 			if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
 				t.Fatal(err)
 			}
-			var plan []string
-			rows, err := conn.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE plan_check_%d(%s)", i, literals(qu.args)))
-			if err != nil {
-				t.Fatalf("%s: %v", qu.name, err)
-			}
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, line)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatalf("%s: %v", qu.name, err)
-			}
-			text := strings.Join(plan, "\n")
+			text := strings.Join(plan(t, ctx, conn, qu.name, fmt.Sprintf("EXPLAIN EXECUTE plan_check_%d(%s)", i, literals(qu.args))), "\n")
 			if strings.Contains(text, "Seq Scan on readpast_tasks") || strings.Contains(text, "Seq Scan on readpast_attempts") {
 				t.Fatalf("%s (%s) scans a table:\n%s", qu.name, mode, text)
 			}
@@ -104,6 +92,20 @@ func TestReadsUseIndexesNotHistory(t *testing.T) {
 	if _, err := conn.Exec(ctx, "RESET plan_cache_mode; DEALLOCATE ALL"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// plan runs an EXPLAIN and returns its lines.
+func plan(t *testing.T, ctx context.Context, conn *pgxpool.Conn, name, explain string, args ...any) []string {
+	t.Helper()
+	rows, err := conn.Query(ctx, explain, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return lines
 }
 
 // literals writes a query's arguments as SQL literals for EXECUTE.
@@ -169,30 +171,16 @@ func TestPagesSkipOtherHistory(t *testing.T) {
 	defer conn.Release()
 	check := func(name, sql string, args []any) {
 		t.Helper()
-		var plan []string
-		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE) "+sql, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		lines := plan(t, ctx, conn, name, "EXPLAIN (ANALYZE) "+sql, args...)
 		removed := 0
-		for _, line := range plan {
+		for _, line := range lines {
 			if _, n, ok := strings.Cut(line, "Rows Removed by Filter: "); ok {
 				k, _ := strconv.Atoi(strings.TrimSpace(n))
 				removed += k
 			}
 		}
 		if removed > 1000 {
-			t.Errorf("%s reads %d rows it does not return:\n%s", name, removed, strings.Join(plan, "\n"))
+			t.Errorf("%s reads %d rows it does not return:\n%s", name, removed, strings.Join(lines, "\n"))
 		}
 	}
 	for name, p := range lists {
