@@ -21,7 +21,7 @@ import (
 )
 
 // benchParts are the parts --only may name.
-var benchParts = []string{"throughput", "latency", "depth", "idle", "backlog", "purge"}
+var benchParts = []string{"throughput", "latency", "depth", "idle", "backlog", "history", "purge"}
 
 // benchCmd runs `readpast bench`: it measures this build on the store a DSN
 // names and prints a table, then the same figures as JSON. Use a scratch
@@ -39,20 +39,27 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	idleFor := fs.Duration("idle-for", 10*time.Second, "idle: how long to watch an idle node")
 	backlogN := fs.Int("backlog", 1000000, "backlog: tasks of a full group, and tasks delayed, ahead of the ready ones")
 	purgeN := fs.Int("purge", 1000000, "purge: finished tasks to purge while claiming")
-	only := fs.String("only", "", "comma-separated parts to run: throughput, latency, depth, idle, backlog, purge (default all)")
+	historySizes := fs.String("history", "1000,1000000", "history: finished tasks to measure the dashboard at (10M: 10000000; SQLite builds it in tens of minutes)")
+	historyRequests := fs.Int("history-requests", 100, "history: timed requests of each kind per size")
+	only := fs.String("only", "", "comma-separated parts to run: throughput, latency, depth, idle, backlog, history, purge (default all)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var ds []int
-	for _, f := range strings.Split(*depths, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintf(errOut, "readpast bench: --depths %q: give positive whole numbers separated by commas\n", *depths)
-			return 2
-		}
-		ds = append(ds, n)
+	ds, ok := positiveList(*depths)
+	if !ok {
+		fmt.Fprintf(errOut, "readpast bench: --depths %q: give positive whole numbers separated by commas\n", *depths)
+		return 2
+	}
+	hs, ok := positiveList(*historySizes)
+	if !ok {
+		fmt.Fprintf(errOut, "readpast bench: --history %q: give positive whole numbers separated by commas\n", *historySizes)
+		return 2
+	}
+	if *historyRequests < 1 {
+		fmt.Fprintf(errOut, "readpast bench: --history-requests %d: give at least 1\n", *historyRequests)
+		return 2
 	}
 	parts := map[string]bool{}
 	for _, p := range strings.Split(*only, ",") {
@@ -103,7 +110,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	}
 	r, err := bench.Run(ctx, bench.Config{Store: s, Target: tgt, Dialect: s.Dialect(), DSN: *dsn, Tasks: *tasks, Workers: *nworkers,
 		Nodes: *nodes, LatencyTasks: *latTasks, LatencyRate: *rate, Depths: ds, IdleFor: *idleFor, Backlog: *backlogN,
-		PurgeHistory: *purgeN, Only: parts, Progress: errOut})
+		PurgeHistory: *purgeN, History: hs, HistoryRequests: *historyRequests, Only: parts, Progress: errOut})
 	if r != nil {
 		r.WriteTable(out)
 		enc := json.NewEncoder(out)
@@ -115,6 +122,19 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 		return 1
 	}
 	return 0
+}
+
+// positiveList reads "1000,20000": whole numbers above zero.
+func positiveList(s string) ([]int, bool) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, true
 }
 
 func writeHeapProfile(path string) error {

@@ -28,11 +28,12 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			var out, errOut bytes.Buffer
 			code := benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "400", "--workers", "8",
 				"--latency-tasks", "20", "--latency-rate", "100", "--depths", "50,200", "--idle-for", "2s",
-				"--backlog", "300", "--only", "throughput,latency,depth,idle,backlog"},
+				"--backlog", "300", "--history", "100,300", "--history-requests", "3",
+				"--only", "throughput,latency,depth,idle,backlog,history"},
 				envOf(nil), &out, &errOut)
 			require.Equal(t, 0, code, "stderr:\n%s", errOut.String())
 			text := out.String()
-			for _, line := range []string{"end to end", "enqueue→start", "claim (batch 1)", "idle node"} {
+			for _, line := range []string{"end to end", "enqueue→start", "claim (batch 1)", "idle node", "history goal"} {
 				require.Contains(t, text, line)
 			}
 			var r bench.Report
@@ -59,6 +60,13 @@ func TestBenchRunsEveryPart(t *testing.T) {
 
 			require.NotNil(t, r.Idle)
 			require.LessOrEqual(t, r.Idle.PerQueuePerSec, 2.0)
+			kinds := historyKinds(t, r.History)
+			require.Len(t, r.History, 3*kinds, "every kind of request without history and at each size")
+			for _, h := range r.History[:kinds] {
+				require.Equal(t, 1.0, h.P50Ratio, "%s %s is the baseline", h.Kind, h.Request)
+			}
+			require.Equal(t, r.History[0].Finished+100, r.History[kinds].Finished, "the history grew to 100")
+			require.Equal(t, r.History[0].Finished+300, r.History[2*kinds].Finished, "then to 300")
 
 			// A second run on the same database measures this run's tasks only,
 			// leaves the depth part's pending tasks alone while it drains and
@@ -66,7 +74,7 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			out.Reset()
 			code = benchCmd(context.Background(), []string{"--dsn", dsn, "--tasks", "300", "--workers", "8",
 				"--latency-tasks", "10", "--latency-rate", "100", "--depths", "100,200", "--idle-for", "2s",
-				"--backlog", "300", "--purge", "400"},
+				"--backlog", "300", "--history", "300", "--history-requests", "3", "--purge", "400"},
 				envOf(nil), &out, &errOut)
 			require.Equal(t, 0, code, "stderr:\n%s", errOut.String())
 			text = out.String()
@@ -77,6 +85,7 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			require.Len(t, r.Depth, 2, "the history is there already")
 			require.Equal(t, 200, r.Depth[0].Pending, "the depth found, not the one asked for")
 			require.Equal(t, 200, r.Depth[0].Finished)
+			require.Len(t, r.History, historyKinds(t, r.History), "its history is there already: measured as found")
 			require.Equal(t, 300, r.Backlog[1].Blocked, "the backlogs are found, not built again")
 			// The purge part runs last: it purges every finished task.
 			require.NotNil(t, r.Purge)
@@ -86,10 +95,25 @@ func TestBenchRunsEveryPart(t *testing.T) {
 	}
 }
 
+// historyKinds is how many kinds of request the history part measured: they
+// repeat in the same order at each size.
+func historyKinds(t *testing.T, hs []bench.HistoryResult) int {
+	t.Helper()
+	require.NotEmpty(t, hs)
+	for i, h := range hs {
+		require.Positive(t, h.P50, "%s %s", h.Kind, h.Request)
+		if i > 0 && h.Kind == hs[0].Kind && h.Request == hs[0].Request {
+			return i
+		}
+	}
+	return len(hs)
+}
+
 // Bad flags are refused with a word on what to give instead.
 func TestBenchRefusesBadFlags(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"--depths", "10,x"}, {"--depths", "0"}, {"--only", "speed"}} {
+	for _, args := range [][]string{{"--depths", "10,x"}, {"--depths", "0"}, {"--only", "speed"}, {"--history", "1k"},
+		{"--history-requests", "0"}} {
 		var out, errOut bytes.Buffer
 		require.Equal(t, 2, benchCmd(context.Background(), args, envOf(nil), &out, &errOut), "%v", args)
 		require.Contains(t, errOut.String(), args[0], "%v", args)

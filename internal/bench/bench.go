@@ -39,8 +39,13 @@ type Config struct {
 	Backlog int
 	// Purge: finished tasks to purge while claiming; default 1M
 	PurgeHistory int
-	// Which parts to run: throughput, latency, depth, idle, backlog, purge
-	// (default all)
+	// History: sizes of the history of finished tasks to measure the
+	// dashboard, API, /metrics and live ticks at; default 1k and 1M
+	History []int
+	// HistoryRequests: timed requests of each kind per size; default 100
+	HistoryRequests int
+	// Which parts to run: throughput, latency, depth, idle, backlog, history,
+	// purge (default all)
 	Only   map[string]bool
 	Logger *slog.Logger
 	// Progress receives a line per step.
@@ -56,6 +61,7 @@ type Report struct {
 	Idle       *IdleResult        `json:"idle,omitempty"`
 	Backlog    []BacklogResult    `json:"backlog,omitempty"`
 	Purge      *PurgeResult       `json:"purge,omitempty"`
+	History    []HistoryResult    `json:"history,omitempty"`
 	Extra      map[string]float64 `json:"extra,omitempty"`
 }
 
@@ -86,6 +92,12 @@ func (c *Config) defaults() {
 	}
 	if c.PurgeHistory == 0 {
 		c.PurgeHistory = 1000000
+	}
+	if len(c.History) == 0 {
+		c.History = []int{1000, 1000000}
+	}
+	if c.HistoryRequests == 0 {
+		c.HistoryRequests = 100
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -131,6 +143,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if c.wants("backlog") {
 		if r.Backlog, err = backlog(ctx, c); err != nil {
 			return r, fmt.Errorf("backlog: %w", err)
+		}
+	}
+	// Late: the history it leaves would change what the parts above measure.
+	if c.wants("history") {
+		if r.History, err = history(ctx, c); err != nil {
+			return r, fmt.Errorf("history: %w", err)
 		}
 	}
 	// Last: it purges every finished task of the store.

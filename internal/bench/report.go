@@ -42,4 +42,44 @@ func (r *Report) WriteTable(w io.Writer) {
 	if i := r.Idle; i != nil {
 		fmt.Fprintf(tw, "idle node\t%d queues for %.0f s\t%.2f queries/s\t%.2f per queue\n", i.Queues, i.Seconds, i.QueriesPerSec, i.PerQueuePerSec)
 	}
+	r.writeHistory(tw)
+}
+
+// writeHistory prints one line per request and size, then the worst ratio at
+// each size; the goal (SPEC §9) is judged at the largest.
+func (r *Report) writeHistory(w io.Writer) {
+	if len(r.History) == 0 {
+		return
+	}
+	var sizes []int64
+	worst := map[int64]HistoryResult{}
+	for _, h := range r.History {
+		fmt.Fprintf(w, "history\t%d finished\t%s %s\tp50 %.2f ms\tp99 %.2f ms\t× %.2f / %.2f",
+			h.Finished, h.Kind, h.Request, h.P50, h.P99, h.P50Ratio, h.P99Ratio)
+		if h.Error != "" {
+			fmt.Fprintf(w, "\tfailed: %s", h.Error)
+		}
+		fmt.Fprintln(w)
+		if _, ok := worst[h.Finished]; !ok {
+			sizes = append(sizes, h.Finished)
+		}
+		if cur, ok := worst[h.Finished]; !ok || h.P50Ratio > cur.P50Ratio {
+			worst[h.Finished] = h
+		}
+	}
+	for _, n := range sizes {
+		h := worst[n]
+		fmt.Fprintf(w, "history worst\t%d finished\t%s %s\t× %.2f\n", n, h.Kind, h.Request, h.P50Ratio)
+	}
+	h := worst[sizes[len(sizes)-1]]
+	verdict := "met"
+	for _, x := range r.History {
+		if x.Finished == h.Finished && x.Error != "" {
+			verdict = "not met: " + x.Kind + " " + x.Request + " failed"
+		}
+	}
+	if h.P50Ratio > historyGoal {
+		verdict = "not met"
+	}
+	fmt.Fprintf(w, "history goal\tp50 at %d finished ≤ %.1f × without history: %s\n", h.Finished, historyGoal, verdict)
 }

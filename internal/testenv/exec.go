@@ -34,6 +34,20 @@ func (e *Env) QueryInt(t *testing.T, query string) int64 {
 	return n
 }
 
+// QueryStrings runs a query returning one text column on the database at
+// dsn, outside the store, and returns its rows in order: what a test reads
+// that the store has no reader for (the audit log).
+func QueryStrings(t testing.TB, d Dialect, dsn, query string) []string {
+	t.Helper()
+	var out []string
+	withDB(t, d, dsn, func(ctx context.Context, q queryer) {
+		var err error
+		out, err = q.Strings(ctx, query)
+		require.NoError(t, err, "running %q", query)
+	})
+	return out
+}
+
 // ExecDSN runs statements on the database at dsn over a connection of its own.
 func ExecDSN(t *testing.T, d Dialect, dsn, query string) {
 	t.Helper()
@@ -46,9 +60,10 @@ func ExecDSN(t *testing.T, d Dialect, dsn, query string) {
 type queryer interface {
 	Exec(ctx context.Context, query string) error
 	QueryRow(ctx context.Context, query string, dest ...any) error
+	Strings(ctx context.Context, query string) ([]string, error)
 }
 
-func withDB(t *testing.T, d Dialect, dsn string, fn func(context.Context, queryer)) {
+func withDB(t testing.TB, d Dialect, dsn string, fn func(context.Context, queryer)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -83,6 +98,14 @@ func (q pgQueryer) QueryRow(ctx context.Context, query string, dest ...any) erro
 	return q.c.QueryRow(ctx, query).Scan(dest...)
 }
 
+func (q pgQueryer) Strings(ctx context.Context, query string) ([]string, error) {
+	rows, err := q.c.Query(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 type sqlQueryer struct{ db *sql.DB }
 
 func (q sqlQueryer) Exec(ctx context.Context, query string) error {
@@ -92,4 +115,21 @@ func (q sqlQueryer) Exec(ctx context.Context, query string) error {
 
 func (q sqlQueryer) QueryRow(ctx context.Context, query string, dest ...any) error {
 	return q.db.QueryRowContext(ctx, query).Scan(dest...)
+}
+
+func (q sqlQueryer) Strings(ctx context.Context, query string) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -34,7 +33,7 @@ type apiOpts struct {
 	node       bool            // run a real worker node on the store
 	maxRequest int64           // Deps.MaxRequestBytes
 	lease      time.Duration   // the node's lease; default 2s
-	dialect    testenv.Dialect // the store's; "" is SQLite
+	dialect    testenv.Dialect // the store's
 }
 
 // apiEnv is a real server on a fresh store, reached over HTTP.
@@ -44,8 +43,9 @@ type apiEnv struct {
 	srv     *httptest.Server
 	server  *Server
 	store   queue.Store
+	dialect testenv.Dialect
+	dsn     string
 	db      *testenv.Env // the store's database, for what tests read outside the store
-	dbPath  string       // the SQLite file; "" on other dialects
 	node    *workers.Node
 	metrics *Metrics
 }
@@ -54,16 +54,12 @@ func newAPIEnv(t testing.TB, o apiOpts) *apiEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	if o.dialect == "" {
-		o.dialect = testenv.SQLite
-	}
+	require.NotEmpty(t, o.dialect, "name the store's dialect")
 	dsn := testenv.NewDSN(t, o.dialect)
 	s := testenv.OpenStore(t, dsn, queue.Options{MaxBodyBytes: 4096})
 	require.NoError(t, s.Migrate(ctx))
-	e := &apiEnv{t: t, ctx: ctx, store: s, metrics: NewMetrics(), db: &testenv.Env{Ctx: ctx, Dialect: o.dialect, DSN: dsn, Store: s}}
-	if o.dialect == testenv.SQLite {
-		_, e.dbPath, _ = queue.ParseDSN(dsn)
-	}
+	e := &apiEnv{t: t, ctx: ctx, store: s, dialect: o.dialect, dsn: dsn, metrics: NewMetrics(),
+		db: &testenv.Env{Ctx: ctx, Dialect: o.dialect, DSN: dsn, Store: s}}
 	d := Deps{Store: e.store, Logger: discardLog, Version: "test", Lease: 2 * time.Second, Metrics: e.metrics,
 		MaxBodyBytes: 4096, MaxRequestBytes: o.maxRequest}
 	if o.tokens {
@@ -164,20 +160,12 @@ func (e *apiEnv) waitState(id int64, st queue.State, within time.Duration) {
 // auditRows reads the audit log through SQL (the store has no reader for it).
 func (e *apiEnv) auditRows() []string {
 	e.t.Helper()
-	db, err := sql.Open("sqlite", e.dbPath)
-	require.NoError(e.t, err)
-	defer db.Close()
-	rows, err := db.QueryContext(e.ctx, `SELECT actor, action, target, detail FROM readpast_audit ORDER BY id`)
-	require.NoError(e.t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var actor, action, target, detail string
-		require.NoError(e.t, rows.Scan(&actor, &action, &target, &detail))
-		out = append(out, strings.TrimSpace(actor+" "+action+" "+target+" "+detail))
+	rows := testenv.QueryStrings(e.t, e.dialect, e.dsn,
+		`SELECT CONCAT(actor, ' ', action, ' ', target, ' ', detail) FROM readpast_audit ORDER BY id`)
+	for i := range rows {
+		rows[i] = strings.TrimSpace(rows[i])
 	}
-	require.NoError(e.t, rows.Err())
-	return out
+	return rows
 }
 
 // eachDialect runs fn as a parallel subtest on every dialect that can run

@@ -9,15 +9,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"readpast/internal/testenv"
 	"readpast/internal/web/api"
 	"readpast/internal/web/auth"
 )
 
-// The fuzz targets (fuzz_*_test.go) drive the real server on a SQLite store
-// in process, one request per input, and check the input contract of
-// docs/API.md whatever the input: never a panic or a 5xx; a refusal (4xx)
-// says what is wrong; a refusal writes nothing. Their seed corpora are in
-// testdata/fuzz/<target>; `go test ./...` runs them as tests, and
+// The fuzz targets (fuzz_*_test.go) drive the real server in process on a
+// store of every dialect that can run here (what each can store differs: NUL
+// bytes, invalid UTF-8), one request per input and store, and check the input
+// contract of docs/API.md whatever the input: never a panic or a 5xx; a
+// refusal (4xx) says what is wrong; a refusal writes nothing. Their seed
+// corpora are in testdata/fuzz/<target>; `go test ./...` runs them as tests,
+// and
 //
 //	go test ./internal/web -run '^$' -fuzz '^FuzzAPITask$' -fuzztime 60s
 //
@@ -31,10 +34,15 @@ type fuzzEnv struct {
 	tok  string       // the form token bound to it
 }
 
-func newFuzzEnv(f *testing.F) *fuzzEnv {
-	e := &fuzzEnv{apiEnv: newAPIEnv(f, apiOpts{}), csrf: &http.Cookie{Name: auth.CSRFCookie, Value: "fuzz-browser-cookie-value"}}
-	e.tok = e.csrfFor([]*http.Cookie{e.csrf})
-	return e
+// newFuzzEnvs makes a server per dialect (testenv.Dialects).
+func newFuzzEnvs(f *testing.F) []*fuzzEnv {
+	var out []*fuzzEnv
+	for _, d := range testenv.Dialects() {
+		e := &fuzzEnv{apiEnv: newAPIEnv(f, apiOpts{dialect: d}), csrf: &http.Cookie{Name: auth.CSRFCookie, Value: "fuzz-browser-cookie-value"}}
+		e.tok = e.csrfFor([]*http.Cookie{e.csrf})
+		out = append(out, e)
+	}
+	return out
 }
 
 // serve makes one request in process. A form body is posted with the CSRF
@@ -61,7 +69,7 @@ func (e *fuzzEnv) try(t *testing.T, method, target, contentType, body string) *h
 	t.Helper()
 	before := e.written(t)
 	rec := e.serve(method, target, contentType, body)
-	e.checkAnswer(t, rec, before, target+" "+body)
+	e.checkAnswer(t, rec, before, string(e.dialect)+": "+target+" "+body)
 	return rec
 }
 

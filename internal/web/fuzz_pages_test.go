@@ -8,9 +8,11 @@ import (
 // mode=script a chain): accepted, it leads on (303); refused, the form comes
 // back saying why and nothing is written.
 func FuzzEnqueueForm(f *testing.F) {
-	e := newFuzzEnv(f)
+	envs := newFuzzEnvs(f)
 	f.Fuzz(func(t *testing.T, form string) {
-		e.try(t, "POST", "/tasks/new", "application/x-www-form-urlencoded", form)
+		for _, e := range envs {
+			e.try(t, "POST", "/tasks/new", "application/x-www-form-urlencoded", form)
+		}
 	})
 }
 
@@ -21,8 +23,10 @@ var filterPaths = []string{"/api/tasks", "/api/logs", "/tasks", "/logs", "/logs/
 // FuzzFilters requests the task and log lists, of the API and the pages, with
 // any query string: filters, cursors, limits, formats.
 func FuzzFilters(f *testing.F) {
-	e := newFuzzEnv(f)
+	envs := newFuzzEnvs(f)
 	f.Fuzz(func(t *testing.T, which uint8, query string) {
-		e.try(t, "GET", filterPaths[int(which)%len(filterPaths)]+"?"+query, "", "")
+		for _, e := range envs {
+			e.try(t, "GET", filterPaths[int(which)%len(filterPaths)]+"?"+query, "", "")
+		}
 	})
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net"
@@ -15,12 +14,20 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"readpast/internal/testenv"
 )
 
 // Browser tests drive the real dashboard in Debian's headless Chromium.
 // Without a browser they skip, unless READPAST_REQUIRE_BROWSER=1 (CI), which
 // makes a missing browser a failure. READPAST_SCREENSHOTS=<dir> keeps the
 // screenshots they take of each page there (else they go to a temp dir).
+
+// browserDialect is the store the browser tests run on: SQLite only, to keep
+// CI's time down. What they drive (the pages, forms and live updates) is what
+// the HTTP tests check on every dialect; a browser adds the script and the
+// layout, which do not depend on the store.
+const browserDialect = testenv.SQLite
 
 // chromiumPath finds the browser.
 func chromiumPath() string {
@@ -100,28 +107,6 @@ func shoot(t *testing.T, tab context.Context, dir, name string) {
 func textOf(tab context.Context, sel string) string {
 	s, _ := chromedp.Run(tab, chromedp.Evaluate[string](fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?e.textContent.trim():""})()`, sel)))
 	return s
-}
-
-var countRate struct {
-	once sync.Once
-	rate float64
-}
-
-// runsFor is a SQLite body that counts for about d here (the rate is measured,
-// since the race detector slows it several times).
-func runsFor(t *testing.T, d time.Duration) string {
-	countRate.once.Do(func() {
-		db, err := sql.Open("sqlite", ":memory:")
-		require.NoError(t, err)
-		defer db.Close()
-		const n = 300_000
-		start := time.Now()
-		var got int64
-		require.NoError(t, db.QueryRow(fmt.Sprintf("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) SELECT count(*) FROM c", n)).Scan(&got))
-		countRate.rate = n / time.Since(start).Seconds()
-	})
-	return fmt.Sprintf("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) SELECT count(*) FROM c",
-		int64(d.Seconds()*countRate.rate)+1)
 }
 
 // tcpProxy forwards a local port to the test server; dropAll cuts every

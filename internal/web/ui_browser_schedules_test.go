@@ -29,7 +29,7 @@ func textsOf(tab context.Context, sel string) []string {
 func TestBrowserNightlySchedule(t *testing.T) {
 	t.Parallel()
 	tab, _ := newBrowser(t)
-	e := newUIEnv(t, uiOpts{node: true})
+	e := newUIEnv(t, uiOpts{dialect: browserDialect, node: true})
 	dir := screenshots(t)
 	const name = "nightly-index-rebuild"
 	row := "#schedule-" + name

@@ -16,6 +16,7 @@ import (
 
 	"readpast/internal/logs"
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 	"readpast/internal/web/webtest"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestBrowserScreenshots(t *testing.T) {
 	t.Parallel()
 	tab, _ := newBrowser(t)
-	e := newUIEnv(t, uiOpts{node: true})
+	e := newUIEnv(t, uiOpts{dialect: browserDialect, node: true})
 	webtest.SeedDemo(t, e.ctx, e.store)
 	dir := screenshots(t)
 	require.Eventually(t, func() bool {
@@ -73,7 +74,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	}
 
 	// The sign-in page of a dashboard with tokens.
-	secured := newAPIEnv(t, apiOpts{tokens: true})
+	secured := newAPIEnv(t, apiOpts{dialect: browserDialect, tokens: true})
 	require.NoError(t, chromedp.Do(tab, chromedp.EmulateViewport(1440, 900), chromedp.Navigate(secured.srv.URL+"/tasks")))
 	loc, err := chromedp.Run(tab, chromedp.Location())
 	require.NoError(t, err)
@@ -115,7 +116,7 @@ func pageMarked(tab context.Context) bool {
 func TestBrowserEnqueueAndWatchRow(t *testing.T) {
 	t.Parallel()
 	tasks, newTab := newBrowser(t)
-	e := newUIEnv(t, uiOpts{node: true})
+	e := newUIEnv(t, uiOpts{dialect: browserDialect, node: true})
 	paused := true
 	_, err := e.store.UpdateQueue(e.ctx, "web", queue.QueueUpdate{Paused: &paused, Actor: "test"})
 	require.NoError(t, err)
@@ -128,7 +129,7 @@ func TestBrowserEnqueueAndWatchRow(t *testing.T) {
 	require.NoError(t, chromedp.Do(form,
 		chromedp.Navigate(e.srv.URL+"/tasks/new"),
 		chromedp.SetValue(chromedp.ID("f-queue"), "web"),
-		chromedp.SetValue(chromedp.ID("f-body"), runsFor(t, 3*time.Second)),
+		chromedp.SetValue(chromedp.ID("f-body"), testenv.SleepBody(t, browserDialect, 3*time.Second)),
 		chromedp.SetValue(chromedp.ID("f-priority"), "7"),
 		chromedp.SetValue(chromedp.ID("f-attempts"), "2"),
 		chromedp.SetValue(chromedp.ID("f-timeout"), "120"),
@@ -174,11 +175,11 @@ func TestBrowserEnqueueAndWatchRow(t *testing.T) {
 func TestBrowserPauseAndResize(t *testing.T) {
 	t.Parallel()
 	tab, _ := newBrowser(t)
-	e := newUIEnv(t, uiOpts{node: true})
+	e := newUIEnv(t, uiOpts{dialect: browserDialect, node: true})
 	two := 2
 	_, err := e.store.UpdateQueue(e.ctx, "busy", queue.QueueUpdate{Workers: &two, Actor: "test"})
 	require.NoError(t, err)
-	body := runsFor(t, 1500*time.Millisecond)
+	body := testenv.SleepBody(t, browserDialect, 1500*time.Millisecond)
 	var batch []queue.NewTask
 	for range 12 {
 		batch = append(batch, queue.NewTask{Queue: "busy", Body: body})
@@ -220,7 +221,7 @@ func TestBrowserPauseAndResize(t *testing.T) {
 func TestBrowserExportJSON(t *testing.T) {
 	t.Parallel()
 	tab, _ := newBrowser(t)
-	e := newUIEnv(t, uiOpts{node: true})
+	e := newUIEnv(t, uiOpts{dialect: browserDialect, node: true})
 	ok := e.enqueue(queue.NewTask{Queue: "exp", Body: "SELECT 1"})[0]
 	bad := e.enqueue(queue.NewTask{Queue: "exp", Body: "SELECT * FROM nowhere", MaxAttempts: 1})[0]
 	e.waitState(ok, queue.StateSucceeded, 20*time.Second)
@@ -262,7 +263,7 @@ func ptrBool(b bool) *bool { return &b }
 func TestBrowserReconnects(t *testing.T) {
 	t.Parallel()
 	tab, _ := newBrowser(t)
-	e := newUIEnv(t, uiOpts{})
+	e := newUIEnv(t, uiOpts{dialect: browserDialect})
 	e.enqueue(queue.NewTask{Queue: "rc", Body: "SELECT 1", Delay: time.Hour})
 	proxy := newTCPProxy(t, strings.TrimPrefix(e.srv.URL, "http://"))
 
@@ -286,7 +287,7 @@ func TestBrowserReconnects(t *testing.T) {
 func TestBrowserNewQueueAppears(t *testing.T) {
 	t.Parallel()
 	tab, _ := newBrowser(t)
-	e := newUIEnv(t, uiOpts{})
+	e := newUIEnv(t, uiOpts{dialect: browserDialect})
 	e.enqueue(queue.NewTask{Queue: "first", Body: "SELECT 1"})
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/")))
 	require.Eventually(t, func() bool { return liveOn(tab) }, 10*time.Second, 50*time.Millisecond)

@@ -22,40 +22,36 @@ import (
 
 // uiOpts shapes one dashboard test server.
 type uiOpts struct {
-	node           bool // run a real worker node on the store
+	dialect        testenv.Dialect // the store's
+	node           bool            // run a real worker node on the store
 	defaultWorkers int
-	dialect        testenv.Dialect // the store's; "" is SQLite
 }
 
-// uiEnv is the dashboard on a fresh store (SQLite unless told) in local mode
-// (every request acts as the operator "local"), reached over real HTTP.
+// uiEnv is the dashboard on a fresh store in local mode (every request acts
+// as the operator "local"), reached over real HTTP.
 type uiEnv struct {
-	t      *testing.T
-	ctx    context.Context
-	srv    *httptest.Server
-	server *Server
-	store  queue.Store
-	dbPath string // the SQLite file; "" on other dialects
-	node   *workers.Node
-	jar    http.CookieJar
+	t       *testing.T
+	ctx     context.Context
+	srv     *httptest.Server
+	server  *Server
+	store   queue.Store
+	dialect testenv.Dialect
+	dsn     string
+	node    *workers.Node
+	jar     http.CookieJar
 }
 
 func newUIEnv(t *testing.T, o uiOpts) *uiEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	if o.dialect == "" {
-		o.dialect = testenv.SQLite
-	}
+	require.NotEmpty(t, o.dialect, "name the store's dialect")
 	dsn := testenv.NewDSN(t, o.dialect)
 	s := testenv.OpenStore(t, dsn, queue.Options{})
 	require.NoError(t, s.Migrate(ctx))
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	e := &uiEnv{t: t, ctx: ctx, store: s, jar: jar}
-	if o.dialect == testenv.SQLite {
-		_, e.dbPath, _ = queue.ParseDSN(dsn)
-	}
+	e := &uiEnv{t: t, ctx: ctx, store: s, dialect: o.dialect, dsn: dsn, jar: jar}
 	d := Deps{Store: e.store, Logger: discardLog, Version: "test", Lease: 3 * time.Second}
 	if o.node {
 		e.node = runNode(t, s, dsn, workers.Config{NodeID: "ui-test-node", Lease: 3 * time.Second,

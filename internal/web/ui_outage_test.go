@@ -22,7 +22,7 @@ func TestPagesDuringAStoreOutage(t *testing.T) {
 	t.Parallel()
 	t.Run("sqlite store closed", func(t *testing.T) {
 		t.Parallel()
-		e := newUIEnv(t, uiOpts{})
+		e := newUIEnv(t, uiOpts{dialect: testenv.SQLite})
 		token := csrfTokenFor(t, e.srv.URL)
 		require.NoError(t, e.store.Close())
 		checkOutage(t, e.srv.URL, token, "closed")

@@ -6,23 +6,34 @@ import (
 	"strings"
 )
 
-// ChartMinute is one minute of throughput: attempts that finished in it and the
-// average number of tasks running during it.
-type ChartMinute struct {
+// ChartBucket is one bucket of throughput (a minute or an hour): attempts that
+// finished in it and the average number of tasks running during it.
+type ChartBucket struct {
 	Label     string // e.g. 14:05
 	Succeeded int64
 	Failed    int64 // every other outcome: failed, timed_out, cancelled, lost
 	Running   float64
-	Missing   bool // not counted: more rows than the dashboard reads at once
 }
 
-// Chart is an SVG throughput chart ready to draw: finished attempts per minute
+// ChartScale says what one bucket and the whole chart span, for the labels.
+type ChartScale struct {
+	Unit       string // a bucket: "min" or "hour"
+	Last       string // the range: "hour", "24 hours", "7 days"
+	LabelEvery int    // an axis label every this many buckets
+}
+
+// RangeLink is one choice of the chart's range switch.
+type RangeLink struct {
+	Label, URL string
+	Active     bool
+}
+
+// Chart is an SVG throughput chart ready to draw: finished attempts per bucket
 // as stacked bars above, average running tasks as an area below.
 type Chart struct {
 	Width, Height int
 	Bars          []ChartRect
-	Gaps          []ChartRect // minutes that were not counted
-	RunningPath   string      // SVG path of the running area
+	RunningPath   string // SVG path of the running area
 	Labels        []ChartLabel
 	Rules         []ChartRect // horizontal hairlines
 	Title         string      // accessible summary
@@ -43,7 +54,7 @@ type ChartLabel struct {
 	Anchor string // start, middle, end
 }
 
-// Sparkline is a queue's finished-per-minute trend in a table cell.
+// Sparkline is a queue's finished-per-bucket trend in a table cell.
 type Sparkline struct {
 	Width, Height int
 	Bars          []ChartRect
@@ -61,17 +72,17 @@ const (
 	chartH      = chartXLabel + 3
 )
 
-// NewChart lays out the chart for minutes, oldest first.
-func NewChart(minutes []ChartMinute, note string) Chart {
-	c := Chart{Width: chartW, Height: chartH, Note: note}
-	n := len(minutes)
+// NewChart lays out the chart for buckets, oldest first.
+func NewChart(buckets []ChartBucket, s ChartScale) Chart {
+	c := Chart{Width: chartW, Height: chartH, Note: "times UTC"}
+	n := len(buckets)
 	if n == 0 {
 		return c
 	}
 	var maxDone int64
 	var maxRun float64
 	var total int64
-	for _, m := range minutes {
+	for _, m := range buckets {
 		maxDone = max(maxDone, m.Succeeded+m.Failed)
 		maxRun = max(maxRun, m.Running)
 		total += m.Succeeded + m.Failed
@@ -83,12 +94,7 @@ func NewChart(minutes []ChartMinute, note string) Chart {
 	barW := max(slot-1.5, 1)
 	x := func(i int) float64 { return chartAxisW + float64(i)*slot }
 
-	for i, m := range minutes {
-		if m.Missing {
-			c.Gaps = append(c.Gaps, ChartRect{X: f(x(i)), Y: f(barsTop), W: f(slot), H: f(barsH), Class: "gap",
-				Title: m.Label + ": not counted"})
-			continue
-		}
+	for i, m := range buckets {
 		okH := float64(m.Succeeded) / doneScale * barsH
 		badH := float64(m.Failed) / doneScale * barsH
 		title := fmt.Sprintf("%s: %d succeeded, %d failed, %s running on average", m.Label, m.Succeeded, m.Failed, fmt1(m.Running))
@@ -99,11 +105,11 @@ func NewChart(minutes []ChartMinute, note string) Chart {
 			c.Bars = append(c.Bars, ChartRect{X: f(x(i)), Y: f(barsTop + barsH - okH - badH), W: f(barW), H: f(badH), Class: "bad", Title: title})
 		}
 	}
-	// The running area: a step line over the minutes, closed along the baseline.
+	// The running area: a step line over the buckets, closed along the baseline.
 	var p strings.Builder
 	base := float64(runTop + runH)
 	fmt.Fprintf(&p, "M%s %s", f(x(0)), f(base))
-	for i, m := range minutes {
+	for i, m := range buckets {
 		y := base - m.Running/runScale*runH
 		fmt.Fprintf(&p, "L%s %sL%s %s", f(x(i)), f(y), f(x(i)+slot), f(y))
 	}
@@ -121,32 +127,33 @@ func NewChart(minutes []ChartMinute, note string) Chart {
 		{X: f(chartAxisW - 6), Y: f(barsTop + barsH), Text: "0", Anchor: "end"},
 		{X: f(chartAxisW - 6), Y: f(runTop + 4), Text: fmt1(runScale), Anchor: "end"},
 		{X: f(chartAxisW - 6), Y: f(runTop + runH), Text: "0", Anchor: "end"},
-		{X: f(chartAxisW + 4), Y: f(barsTop + 10), Text: "finished / min", Anchor: "start"},
+		{X: f(chartAxisW + 4), Y: f(barsTop + 10), Text: "finished / " + s.Unit, Anchor: "start"},
 		{X: f(chartAxisW + 4), Y: f(runTop + 10), Text: "running (avg)", Anchor: "start"},
 	}
-	for i := 0; i < n; i += 10 {
-		c.Labels = append(c.Labels, ChartLabel{X: f(x(i)), Y: f(chartXLabel), Text: minutes[i].Label, Anchor: "start"})
+	for i := 0; i < n; i += max(s.LabelEvery, 1) {
+		c.Labels = append(c.Labels, ChartLabel{X: f(x(i)), Y: f(chartXLabel), Text: buckets[i].Label, Anchor: "start"})
 	}
 	c.Labels = append(c.Labels, ChartLabel{X: f(x(n)), Y: f(chartXLabel), Text: "now", Anchor: "end"})
-	c.Title = fmt.Sprintf("%s attempts finished in the last %d minutes", formatCount(total), n)
+	c.Title = fmt.Sprintf("%s attempts finished in the last %s", formatCount(total), s.Last)
 	return c
 }
 
-// NewSparkline draws finished-per-minute bars for one queue.
-func NewSparkline(perMinute []int64, failed []int64) Sparkline {
+// NewSparkline draws one queue's finished-per-bucket bars: succeeded and
+// failed per bucket, oldest first.
+func NewSparkline(succeeded []int64, failed []int64, sc ChartScale) Sparkline {
 	const w, h = 120, 18
 	s := Sparkline{Width: w, Height: h}
 	var top, total int64
-	for i, v := range perMinute {
+	for i, v := range succeeded {
 		top = max(top, v+failed[i])
 		total += v + failed[i]
 	}
-	s.Title = fmt.Sprintf("%s finished in the last %d minutes", formatCount(total), len(perMinute))
-	if top == 0 || len(perMinute) == 0 {
+	s.Title = fmt.Sprintf("%s finished in the last %s", formatCount(total), sc.Last)
+	if top == 0 || len(succeeded) == 0 {
 		return s
 	}
-	slot := float64(w) / float64(len(perMinute))
-	for i, v := range perMinute {
+	slot := float64(w) / float64(len(succeeded))
+	for i, v := range succeeded {
 		all := float64(v+failed[i]) / float64(top) * h
 		if all == 0 {
 			continue

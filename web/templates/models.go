@@ -68,9 +68,11 @@ func (t Time) IsZero() bool { return t.Full == "" }
 // Overview is the front page: throughput chart and one row per queue.
 type Overview struct {
 	Page
-	Chart    Chart
-	Queues   []QueueRow
-	NewQueue QueueRow // the "add a queue" form, with its values after a refusal
+	Chart     Chart
+	Ranges    []RangeLink // the chart's range switch
+	SparkUnit string      // what one bar of a queue's trend counts: "min", "hour"
+	Queues    []QueueRow
+	NewQueue  QueueRow // the "add a queue" form, with its values after a refusal
 	// The live field naming the queues, and its value when the page was
 	// rendered: when they differ the page reloads to show the new set.
 	QueueSetKey string

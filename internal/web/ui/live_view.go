@@ -23,12 +23,13 @@ type liveView struct {
 	tasks   queue.ListParams
 	logs    queue.LogQuery
 	taskID  int64
-	back    string // the page's URL: where its buttons come back to
+	chart   chartRange // the overview's
+	back    string     // the page's URL: where its buttons come back to
 }
 
 // minInterval is how often a view's own queries run at most. The overview's
-// chart reads the log incrementally and moves by the minute; the nodes page
-// moves by the second; tables follow every tick.
+// chart moves by the minute at the finest; the nodes page moves by the
+// second; tables follow every tick.
 func (v liveView) minInterval(tick time.Duration) time.Duration {
 	switch v.kind {
 	case "overview":
@@ -49,7 +50,11 @@ func parseLiveView(q url.Values, operate bool) (liveView, error) {
 	}
 	switch v.kind {
 	case "overview":
-		v.key, v.back = "overview", "/"
+		r, err := parseChartRange(q.Get("range"))
+		if err != nil {
+			return v, err
+		}
+		v.chart, v.key, v.back = r, "overview|"+r.name, "/"
 	case "nodes":
 		v.key, v.back = "nodes", "/nodes"
 	case "schedules":
@@ -126,7 +131,7 @@ func (u *views) loadView(ctx context.Context, v liveView, sh shared) (viewState,
 	}
 	switch v.kind {
 	case "overview":
-		ov := u.overviewView(ctx, sh.queues, sh.nodes)
+		ov := u.overviewView(ctx, v.chart, sh.queues, sh.nodes)
 		if err := section("chart", templates.ChartSVG(ov.Chart)); err != nil {
 			return st, err
 		}

@@ -20,12 +20,17 @@ type queueFormState struct {
 	Errors map[string]string
 }
 
-// overview is the front page: throughput chart and every queue.
+// overview is the front page: throughput chart (?range=1h, 24h or 7d) and
+// every queue.
 func (u *Pages) overview(c echo.Context) error {
 	return u.renderOverview(c, http.StatusOK, nil)
 }
 
 func (u *Pages) renderOverview(c echo.Context, status int, refused *queueFormState) error {
+	rng, err := parseChartRange(c.QueryParam("range"))
+	if err != nil {
+		return err
+	}
 	ctx, cancel := ops.Bound(c.Request().Context())
 	defer cancel()
 	qs, err := u.store.Queues(ctx)
@@ -36,8 +41,12 @@ func (u *Pages) renderOverview(c echo.Context, status int, refused *queueFormSta
 	if err != nil {
 		return err
 	}
-	v := u.overviewView(ctx, qs, nodes)
-	v.Page = u.page(c, "overview", "Overview", templates.Live{View: "overview"}, qs)
+	v := u.overviewView(ctx, rng, qs, nodes)
+	live := templates.Live{View: "overview"}
+	if rng.name != chartRanges[0].name {
+		live.Query = "range=" + rng.name
+	}
+	v.Page = u.page(c, "overview", "Overview", live, qs)
 	if refused != nil {
 		if refused.Queue == "" {
 			v.NewQueue = refused.Values
@@ -55,18 +64,20 @@ func (u *Pages) renderOverview(c echo.Context, status int, refused *queueFormSta
 
 // overviewView builds everything of the overview but the page frame; the live
 // hub uses it for the chart and sparklines.
-func (u *views) overviewView(ctx context.Context, qs []queue.Queue, nodes []clusterNode) templates.Overview {
+func (u *views) overviewView(ctx context.Context, rng chartRange, qs []queue.Queue, nodes []clusterNode) templates.Overview {
 	pools, running := workersByQueue(nodes)
 	names := make([]string, len(qs))
 	for i, q := range qs {
 		names[i] = q.Name
 	}
 	now := u.now()
-	if err := u.throughput.refresh(ctx, now); err != nil {
-		u.log.Warn("reading the execution log for the chart", "err", err)
+	pts, err := u.throughput.points(ctx, rng, now)
+	if err != nil {
+		u.log.Warn("reading the throughput rollups for the chart", "err", err)
 	}
-	chart, sparks := u.throughput.draw(now, running, names)
-	v := templates.Overview{Chart: chart, QueueSetKey: queueSetKey, QueueSet: queueSet(names)}
+	chart, sparks := rng.draw(pts, now, running, names)
+	v := templates.Overview{Chart: chart, Ranges: rangeLinks(rng), SparkUnit: rng.unit,
+		QueueSetKey: queueSetKey, QueueSet: queueSet(names)}
 	for _, q := range qs {
 		v.Queues = append(v.Queues, queueRow(q, pools[q.Name], sparks[q.Name]))
 	}

@@ -2,7 +2,7 @@ package ui
 
 import (
 	"context"
-	"sort"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,221 +10,198 @@ import (
 	"readpast/web/templates"
 )
 
-// throughput counts, per minute of the last hour, the attempts that finished
-// (overall and per queue) and the time tasks spent running, from the execution
-// log. It reads the log incrementally: each refresh asks only for rows that
-// finished since the last one (with an overlap for rows committed late, which
-// are recognised by id), so a busy log costs rows once, not once per page.
-// A refresh reads at most rowCap rows; minutes it could not read completely are
-// drawn as not counted rather than as quiet.
+// chartRange is one range the overview's chart offers. Each reads the
+// throughput rollups (Store.Throughput) of its span, a fixed number of
+// buckets per queue and outcome, so a range costs the same whatever the
+// length of the history and the log.
+type chartRange struct {
+	name       string // the overview's ?range= value
+	span       queue.Span
+	width      time.Duration // of one bucket
+	buckets    int
+	labelEvery int    // an axis label every this many buckets
+	label      string // time.Format layout of an axis label
+	unit       string // "finished / <unit>"
+	last       string // "in the last <last>"
+}
+
+// chartRanges are offered in this order; the first is the default. Hour
+// buckets draw a day as Hangfire's history graph does, one bar an hour.
+var chartRanges = []chartRange{
+	{name: "1h", span: queue.SpanMinute, width: time.Minute, buckets: 60, labelEvery: 10, label: "15:04", unit: "min", last: "hour"},
+	{name: "24h", span: queue.SpanHour, width: time.Hour, buckets: 24, labelEvery: 3, label: "15:04", unit: "hour", last: "24 hours"},
+	{name: "7d", span: queue.SpanHour, width: time.Hour, buckets: 7 * 24, labelEvery: 24, label: "Mon 2 Jan", unit: "hour", last: "7 days"},
+}
+
+// parseChartRange reads ?range=: "" is the default range.
+func parseChartRange(v string) (chartRange, error) {
+	if v == "" {
+		return chartRanges[0], nil
+	}
+	for _, r := range chartRanges {
+		if r.name == v {
+			return r, nil
+		}
+	}
+	return chartRange{}, &queue.ValidationError{Field: "range", Reason: fmt.Sprintf("%q is not one of 1h, 24h, 7d", v)}
+}
+
+// first is the start of the range's oldest bucket at now.
+func (r chartRange) first(now time.Time) time.Time {
+	return now.Truncate(r.width).Add(-time.Duration(r.buckets-1) * r.width)
+}
+
+// rangeLinks is the range switch: plain links, so it works without JS.
+func rangeLinks(active chartRange) []templates.RangeLink {
+	out := make([]templates.RangeLink, len(chartRanges))
+	for i, r := range chartRanges {
+		out[i] = templates.RangeLink{Label: r.name, URL: "/?range=" + r.name, Active: r.name == active.name}
+	}
+	return out
+}
+
+// throughput keeps the chart's rollup buckets, read at most once per `every`
+// per range however many pages and live clients ask for them: a read of a
+// range is one query of at most buckets × queues × outcomes rows.
 type throughput struct {
 	store queue.LogStore
+	every time.Duration
 
-	mu          sync.Mutex
-	minutes     map[int64]*minuteCount // by Unix minute
-	missing     map[int64]bool         // minutes not counted completely
-	counted     map[int64]time.Time    // log row id → finished_at, for rows inside the overlap
-	watermark   time.Time              // newest finished_at counted
-	lastRefresh time.Time
-	every       time.Duration // a refresh within this of the last one is skipped
-	rowCap      int
-	pageSize    int
+	mu     sync.Mutex
+	ranges map[string]*rangeSeries
 }
 
-type minuteCount struct {
-	ok, bad int64
-	busy    time.Duration
-	queues  map[string]*[2]int64 // ok, bad
+// rangeSeries is one range's last read. Its mutex is held during the read, so
+// concurrent requests wait for one query instead of each making it.
+type rangeSeries struct {
+	mu     sync.Mutex
+	points []queue.ThroughputPoint
+	readAt time.Time
 }
 
-const (
-	chartMinutes   = 60
-	chartOverlap   = 10 * time.Second
-	chartRowCap    = 50_000
-	chartPageSize  = 5_000
-	chartRefreshes = 5 * time.Second
-)
+// chartRefreshes is how often a range is read again at most.
+const chartRefreshes = 5 * time.Second
 
 func newThroughput(s queue.LogStore) *throughput {
-	return &throughput{store: s, minutes: map[int64]*minuteCount{}, missing: map[int64]bool{},
-		counted: map[int64]time.Time{}, every: chartRefreshes, rowCap: chartRowCap, pageSize: chartPageSize}
+	return &throughput{store: s, every: chartRefreshes, ranges: map[string]*rangeSeries{}}
 }
 
-func unixMinute(t time.Time) int64 { return t.Unix() / 60 }
-
-// refresh reads the log rows that finished since the last refresh.
-func (t *throughput) refresh(ctx context.Context, now time.Time) error {
+// points returns the range's buckets, read again when the last read is older
+// than every (or from the future: the clock went back).
+func (t *throughput) points(ctx context.Context, r chartRange, now time.Time) ([]queue.ThroughputPoint, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.lastRefresh.IsZero() && now.Sub(t.lastRefresh) < t.every && !now.Before(t.lastRefresh) {
-		return nil
+	s := t.ranges[r.name]
+	if s == nil {
+		s = &rangeSeries{}
+		t.ranges[r.name] = s
 	}
-	first := unixMinute(now) - chartMinutes + 1
-	windowStart := time.Unix(first*60, 0)
-	since := windowStart
-	if w := t.watermark.Add(-chartOverlap); w.After(since) {
-		since = w
+	t.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.readAt.IsZero() && now.Sub(s.readAt) < t.every && !now.Before(s.readAt) {
+		return s.points, nil
 	}
-	read, before := 0, int64(0)
-	var oldest time.Time
-	for {
-		page, err := t.store.Attempts(ctx, queue.LogQuery{Since: since, Before: before, Limit: t.pageSize})
-		if err != nil {
-			return err
-		}
-		for _, r := range page {
-			t.add(r, first)
-			oldest = r.FinishedAt
-		}
-		read += len(page)
-		if len(page) < t.pageSize {
-			break
-		}
-		if read >= t.rowCap {
-			// Rows between since and the oldest one read were not counted.
-			for m := max(unixMinute(since), first); m <= unixMinute(oldest); m++ {
-				t.missing[m] = true
-			}
-			break
-		}
-		before = page[len(page)-1].ID
+	pts, err := t.store.Throughput(ctx, queue.ThroughputQuery{Span: r.span, Since: r.first(now)})
+	if err != nil {
+		return s.points, err
 	}
-	t.lastRefresh = now
-	t.prune(first)
-	return nil
-}
-
-// add counts one log row once.
-func (t *throughput) add(r queue.AttemptRecord, first int64) {
-	if _, seen := t.counted[r.ID]; seen {
-		return
-	}
-	t.counted[r.ID] = r.FinishedAt
-	if r.FinishedAt.After(t.watermark) {
-		t.watermark = r.FinishedAt
-	}
-	fm := unixMinute(r.FinishedAt)
-	if fm >= first {
-		m := t.minute(fm)
-		pair := m.queues[r.Queue]
-		if pair == nil {
-			pair = &[2]int64{}
-			m.queues[r.Queue] = pair
-		}
-		if r.Outcome == queue.OutcomeSucceeded {
-			m.ok++
-			pair[0]++
-		} else {
-			m.bad++
-			pair[1]++
-		}
-	}
-	spreadBusy(r.StartedAt, r.FinishedAt, first, func(minute int64, d time.Duration) { t.minute(minute).busy += d })
-}
-
-func (t *throughput) minute(m int64) *minuteCount {
-	c := t.minutes[m]
-	if c == nil {
-		c = &minuteCount{queues: map[string]*[2]int64{}}
-		t.minutes[m] = c
-	}
-	return c
-}
-
-// spreadBusy splits the running time [start, end) over the minutes it covers,
-// from minute first on.
-func spreadBusy(start, end time.Time, first int64, fn func(minute int64, d time.Duration)) {
-	if start.IsZero() || !end.After(start) {
-		return
-	}
-	if lo := time.Unix(first*60, 0); start.Before(lo) {
-		start = lo
-	}
-	for start.Before(end) {
-		m := unixMinute(start)
-		next := time.Unix((m+1)*60, 0)
-		stop := end
-		if next.Before(end) {
-			stop = next
-		}
-		fn(m, stop.Sub(start))
-		start = stop
-	}
-}
-
-// prune forgets minutes before the window and ids older than the overlap.
-func (t *throughput) prune(first int64) {
-	for m := range t.minutes {
-		if m < first {
-			delete(t.minutes, m)
-		}
-	}
-	for m := range t.missing {
-		if m < first {
-			delete(t.missing, m)
-		}
-	}
-	keep := t.watermark.Add(-2 * chartOverlap)
-	for id, fin := range t.counted {
-		if fin.Before(keep) {
-			delete(t.counted, id)
-		}
-	}
+	s.points, s.readAt = pts, now
+	return pts, nil
 }
 
 // runningSince is a task running now and when its attempt started: its time so
-// far counts as running although the log has no row for it yet.
+// far counts as running although the rollups have no row for it yet.
 type runningSince struct{ started time.Time }
 
-// draw lays out the chart and one sparkline per queue for the hour up to now.
-func (t *throughput) draw(now time.Time, running []runningSince, queues []string) (templates.Chart, map[string]templates.Sparkline) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	last := unixMinute(now)
-	first := last - chartMinutes + 1
-	live := map[int64]time.Duration{}
-	for _, r := range running {
-		spreadBusy(r.started, now, first, func(m int64, d time.Duration) { live[m] += d })
-	}
-	minutes := make([]templates.ChartMinute, 0, chartMinutes)
-	perQueue := map[string][2][]int64{}
+// draw lays out the chart and one sparkline per queue of queues for the range
+// up to now.
+func (r chartRange) draw(pts []queue.ThroughputPoint, now time.Time, running []runningSince, queues []string) (templates.Chart, map[string]templates.Sparkline) {
+	buckets, perQueue := r.bucketsOf(pts, now, running)
+	scale := templates.ChartScale{Unit: r.unit, Last: r.last, LabelEvery: r.labelEvery}
+	sparks := make(map[string]templates.Sparkline, len(queues))
 	for _, q := range queues {
-		perQueue[q] = [2][]int64{make([]int64, chartMinutes), make([]int64, chartMinutes)}
+		s, ok := perQueue[q]
+		if !ok {
+			s = [2][]int64{make([]int64, r.buckets), make([]int64, r.buckets)}
+		}
+		sparks[q] = templates.NewSparkline(s[0], s[1], scale)
 	}
-	gaps := 0
-	for i, m := 0, first; m <= last; i, m = i+1, m+1 {
-		cm := templates.ChartMinute{Label: time.Unix(m*60, 0).UTC().Format("15:04"), Missing: t.missing[m]}
-		if cm.Missing {
-			gaps++
-		}
-		span := time.Minute
-		if m == last {
-			span = max(now.Sub(time.Unix(m*60, 0)), time.Second)
-		}
-		busy := live[m]
-		if c := t.minutes[m]; c != nil {
-			cm.Succeeded, cm.Failed, busy = c.ok, c.bad, busy+c.busy
-			for q, pair := range c.queues {
-				if s, ok := perQueue[q]; ok {
-					s[0][i], s[1][i] = pair[0], pair[1]
-				}
+	return templates.NewChart(buckets, scale), sparks
+}
+
+// bucketsOf counts the points into the range's buckets at now, overall and
+// per queue (succeeded, and every other outcome).
+//
+// The rollups keep, per bucket, how many attempts finished and their running
+// time summed. The running area spreads a bucket's time back from the
+// bucket's middle over its attempts' average duration (exact for one attempt
+// finishing there, close for more), and adds the tasks running now.
+func (r chartRange) bucketsOf(pts []queue.ThroughputPoint, now time.Time, running []runningSince) ([]templates.ChartBucket, map[string][2][]int64) {
+	first := r.first(now)
+	busy := make([]time.Duration, r.buckets)
+	spread := func(start, end time.Time, tasks int64) {
+		spreadBusy(start, end, first, r.width, func(i int, d time.Duration) {
+			if i < r.buckets {
+				busy[i] += d * time.Duration(tasks)
 			}
+		})
+	}
+	for _, s := range running {
+		spread(s.started, now, 1)
+	}
+	buckets := make([]templates.ChartBucket, r.buckets)
+	perQueue := map[string][2][]int64{}
+	for _, p := range pts {
+		i := int(p.At.Sub(first) / r.width)
+		if p.At.Before(first) || i >= r.buckets || p.N <= 0 {
+			continue
 		}
-		cm.Running = busy.Seconds() / span.Seconds()
-		minutes = append(minutes, cm)
+		q, found := perQueue[p.Queue]
+		if !found {
+			q = [2][]int64{make([]int64, r.buckets), make([]int64, r.buckets)}
+			perQueue[p.Queue] = q
+		}
+		if p.Outcome == queue.OutcomeSucceeded {
+			buckets[i].Succeeded += p.N
+			q[0][i] += p.N
+		} else {
+			buckets[i].Failed += p.N
+			q[1][i] += p.N
+		}
+		mid := p.At.Add(r.width / 2)
+		if mid.After(now) {
+			mid = now
+		}
+		spread(mid.Add(-p.Busy/time.Duration(p.N)), mid, p.N)
 	}
-	note := "times UTC"
-	if gaps > 0 {
-		note = "hatched minutes had more log rows than the dashboard reads at once; times UTC"
+	for i := range buckets {
+		start := first.Add(time.Duration(i) * r.width)
+		buckets[i].Label = start.UTC().Format(r.label)
+		span := r.width
+		if i == r.buckets-1 {
+			span = max(now.Sub(start), time.Second)
+		}
+		buckets[i].Running = busy[i].Seconds() / span.Seconds()
 	}
-	sparks := make(map[string]templates.Sparkline, len(perQueue))
-	names := make([]string, 0, len(perQueue))
-	for q := range perQueue {
-		names = append(names, q)
+	return buckets, perQueue
+}
+
+// spreadBusy splits the running time [start, end) over the buckets of width
+// it covers, from first on, giving fn each bucket's index and share.
+func spreadBusy(start, end, first time.Time, width time.Duration, fn func(i int, d time.Duration)) {
+	if start.IsZero() || !end.After(start) {
+		return
 	}
-	sort.Strings(names)
-	for _, q := range names {
-		sparks[q] = templates.NewSparkline(perQueue[q][0], perQueue[q][1])
+	if start.Before(first) {
+		start = first
 	}
-	return templates.NewChart(minutes, note), sparks
+	for start.Before(end) {
+		i := int(start.Sub(first) / width)
+		stop := first.Add(time.Duration(i+1) * width)
+		if end.Before(stop) {
+			stop = end
+		}
+		fn(i, stop.Sub(start))
+		start = stop
+	}
 }

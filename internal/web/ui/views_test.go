@@ -19,35 +19,36 @@ import (
 // text, as the pages do.
 func TestLiveRowsEscapeScriptBody(t *testing.T) {
 	t.Parallel()
-	e := testenv.New(t, testenv.SQLite)
-	evil := `<script>alert(1)</script>`
-	id := e.Enqueue(t, queue.NewTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`})[0]
-	_, err := e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "s", Cron: "@daily",
-		Task: queue.ScheduleTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`}}, "test")
-	require.NoError(t, err)
-	u := newViews(e.Store, nil, time.Second, slog.New(slog.DiscardHandler))
-	for _, v := range []url.Values{{"view": {"tasks"}}, {"view": {"task"}, "id": {fmt.Sprint(id)}}, {"view": {"schedules"}}} {
-		view, err := parseLiveView(v, true)
+	testenv.ForEachDialect(t, func(t *testing.T, e *testenv.Env) {
+		evil := `<script>alert(1)</script>`
+		id := e.Enqueue(t, queue.NewTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`})[0]
+		_, err := e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "s", Cron: "@daily",
+			Task: queue.ScheduleTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`}}, "test")
 		require.NoError(t, err)
-		st, err := u.loadView(e.Ctx, view, shared{})
-		require.NoError(t, err)
-		require.NotEmpty(t, len(st.rows)+len(st.sections), "%v shows something", v)
-		for _, html := range st.rows {
-			require.NotContains(t, html, evil)
-			require.Contains(t, html, "&lt;script&gt;")
+		u := newViews(e.Store, nil, time.Second, slog.New(slog.DiscardHandler))
+		for _, v := range []url.Values{{"view": {"tasks"}}, {"view": {"task"}, "id": {fmt.Sprint(id)}}, {"view": {"schedules"}}} {
+			view, err := parseLiveView(v, true)
+			require.NoError(t, err)
+			st, err := u.loadView(e.Ctx, view, shared{})
+			require.NoError(t, err)
+			require.NotEmpty(t, len(st.rows)+len(st.sections), "%v shows something", v)
+			for _, html := range st.rows {
+				require.NotContains(t, html, evil)
+				require.Contains(t, html, "&lt;script&gt;")
+			}
+			for _, html := range st.sections {
+				require.NotContains(t, html, evil)
+				require.NotContains(t, html, "<b>g</b>")
+			}
 		}
-		for _, html := range st.sections {
-			require.NotContains(t, html, evil)
-			require.NotContains(t, html, "<b>g</b>")
-		}
-	}
+	})
 }
 
 // The nodes page shows what each busy worker runs, with its target session
 // id (the SPID on SQL Server).
 func TestNodesShowSessions(t *testing.T) {
 	t.Parallel()
-	u := newViews(testenv.New(t, testenv.SQLite).Store, nil, time.Second, slog.New(slog.DiscardHandler))
+	u := newViews(nil, nil, time.Second, slog.New(slog.DiscardHandler)) // lays out nodes read already: no store
 	started := time.Now().Add(-75 * time.Second)
 	info := workers.NodeInfo{Pools: []workers.PoolInfo{{Queue: "etl", Size: 4, Running: 1,
 		Busy: []workers.WorkerInfo{{Worker: "etl-w2", Queue: "etl", TaskID: 42, SessionID: "57", StartedAt: started}}}}}

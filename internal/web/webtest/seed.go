@@ -1,6 +1,5 @@
 // Package webtest holds what the web packages' tests share: a store filled
-// with history as a working day leaves it, and a body that runs until it is
-// stopped. Only tests import it.
+// with history as a working day leaves it. Only tests import it.
 package webtest
 
 import (
@@ -13,10 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 )
-
-// SlowBody runs on SQLite for a long while: until it is cancelled.
-const SlowBody = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) SELECT count(*) FROM c"
 
 // SeedHistory runs n tasks of queue q through claim and finish by hand, with
 // attempt times spread over the last hour, so the throughput chart has
@@ -90,12 +87,13 @@ func SeedDemo(t *testing.T, ctx context.Context, s queue.Store) {
 		queue.NewTask{Queue: "billing", Body: "UPDATE invoices SET status = 'sent' WHERE batch = 42", Group: "invoices"},
 		queue.NewTask{Queue: "billing", Body: "EXEC dbo.close_period @month = '2025-06'", Group: "invoices"},
 	)
+	long := testenv.SleepBody(t, testenv.Dialect(s.Dialect()), 10*time.Minute) // until the test ends
 	enqueue(
-		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 0, Body: SlowBody, Timeout: 10 * time.Minute},
+		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 0, Body: long, Timeout: 10 * time.Minute},
 		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 1, Body: "ANALYZE"},
 		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 2, Body: "VACUUM"},
 	)
-	enqueue(queue.NewTask{Queue: "etl", Body: SlowBody + " -- long load", Priority: &ten})
+	enqueue(queue.NewTask{Queue: "etl", Body: long + " -- long load", Priority: &ten})
 
 	one := 1
 	for _, d := range []queue.ScheduleDef{
