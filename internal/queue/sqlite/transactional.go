@@ -59,7 +59,12 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	}
 	defer conn.Close() // the bodies pool keeps no idle connection: this one ends here
 
-	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
+	// BEGIN IMMEDIATE (_txlock=immediate). Not under ctx: database/sql rolls
+	// a transaction back by itself when its BeginTx context ends, and fails
+	// its Commit, so a body stopped by its timeout would race that rollback
+	// against undoBody's, which must commit the lease compensation. The
+	// body's statements run under ctx, which interrupts them.
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return res, fmt.Errorf("running transactional task %d: beginning: %w", a.TaskID, err)
 	}
