@@ -6,14 +6,17 @@ import (
 	"sync"
 	"time"
 
+	"readpast/internal/logs"
 	"readpast/internal/queue"
 )
 
 // PurgeResult is retention against claims (issue: purge by index): the claim
 // p99 of a ready queue while nothing else runs, then while retention purges
-// a history of finished tasks in batches of queue.MaxPurgeBatch.
+// a history of finished tasks as every node's does (logs.Retention: its
+// batches and its pauses between them).
 type PurgeResult struct {
 	Finished     int     `json:"finished"` // finished tasks purged
+	Rows         int64   `json:"rows"`     // rows purged: the tasks and their log rows
 	Seconds      float64 `json:"purge_seconds"`
 	RowsPerSec   float64 `json:"rows_per_sec"`
 	P99Quiet     float64 `json:"claim_p99_quiet_ms"`
@@ -29,8 +32,8 @@ const (
 
 // purge builds c.PurgeHistory finished tasks (in bulk, as the depth part's
 // history: keeping the finished counts), measures claims with nothing else
-// running, then purges the history with the store's PurgeTasks, as retention
-// does, while claiming all along.
+// running, then purges the history and its log rows with the retention every
+// node runs (logs.Retention, its defaults), while claiming all along.
 func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 	r := &PurgeResult{Finished: c.PurgeHistory}
 	if err := pauseQueue(ctx, c.Store, purgeQueue, false); err != nil {
@@ -78,34 +81,43 @@ func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 			during = append(during, took...)
 		}
 	}()
+	// Ages of a nanosecond: everything finished before the purge starts.
+	ret := logs.Retention{Store: c.Store, LogAge: time.Nanosecond, TaskAge: time.Nanosecond}
+	before, err := finishedTasks(ctx, c.Store)
 	start := time.Now()
-	cutoff := time.Now().Add(time.Minute) // everything finished so far
-	var purged int64
-	for {
-		n, err := c.Store.PurgeTasks(ctx, cutoff, queue.MaxPurgeBatch)
-		if err != nil {
-			stop()
-			wg.Wait()
-			return nil, err
-		}
-		purged += n
-		if n == 0 {
-			break
-		}
+	if err == nil {
+		r.Rows, err = ret.PurgeOnce(ctx)
 	}
 	r.Seconds = time.Since(start).Seconds()
-	r.Finished = int(purged) // with whatever else had finished in the store
 	stop()
 	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
 	if cerr != nil {
 		return nil, cerr
 	}
+	after, err := finishedTasks(ctx, c.Store)
+	if err != nil {
+		return nil, err
+	}
+	r.Finished = int(before - after) // with whatever else had finished in the store
 	sortDurations(during)
 	r.ClaimsDuring = len(during)
-	r.RowsPerSec = float64(purged) / r.Seconds
+	r.RowsPerSec = float64(r.Rows) / r.Seconds
 	r.P99Purging = percentile(during, 99)
 	if r.P99Quiet > 0 {
 		r.P99VsQuiet = r.P99Purging / r.P99Quiet
 	}
 	return r, nil
+}
+
+// finishedTasks counts the finished tasks of every queue.
+func finishedTasks(ctx context.Context, s queue.Store) (int64, error) {
+	qs, err := s.Queues(ctx)
+	var n int64
+	for _, q := range qs {
+		n += q.Counts[queue.StateSucceeded] + q.Counts[queue.StateFailed] + q.Counts[queue.StateCancelled]
+	}
+	return n, err
 }

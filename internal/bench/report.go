@@ -36,8 +36,8 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "claim behind a backlog\t%s: %d blocked, %d ready\tp50 %.2f ms\tp99 %.2f ms\t%.2f× none\n", b.Backlog, b.Blocked, b.Ready, b.P50, b.P99, b.P50VsNone)
 	}
 	if p := r.Purge; p != nil {
-		fmt.Fprintf(tw, "purge while claiming\t%d finished tasks in %.1f s (%.0f rows/s)\tclaim p99 %.2f ms quiet, %.2f ms purging\t%.2f×\n",
-			p.Finished, p.Seconds, p.RowsPerSec, p.P99Quiet, p.P99Purging, p.P99VsQuiet)
+		fmt.Fprintf(tw, "purge while claiming\t%d finished tasks, %d rows with their log, in %.1f s (%.0f rows/s)\tclaim p99 %.2f ms quiet, %.2f ms purging\t%.2f×\n",
+			p.Finished, p.Rows, p.Seconds, p.RowsPerSec, p.P99Quiet, p.P99Purging, p.P99VsQuiet)
 	}
 	if i := r.Idle; i != nil {
 		fmt.Fprintf(tw, "idle node\t%d queues for %.0f s\t%.2f queries/s\t%.2f per queue\n", i.Queues, i.Seconds, i.QueriesPerSec, i.PerQueuePerSec)

@@ -1,0 +1,2 @@
+-- Version 10 changed nothing on this dialect.
+SELECT 1;
