@@ -59,8 +59,11 @@ func (e env) enqueue(t *testing.T, tasks ...queue.NewTask) []int64 {
 	return queue.IDs(res)
 }
 
+// waitState waits until task id is in state want, within the time given (five
+// times it on Babelfish, whose round trips are slow: testenv.Slower).
 func (e env) waitState(t *testing.T, id int64, want queue.State, within time.Duration) *queue.Task {
 	t.Helper()
+	within = e.Slower(t, within)
 	var got *queue.Task
 	require.Eventually(t, func() bool {
 		var err error
