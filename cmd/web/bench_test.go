@@ -38,7 +38,7 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			}
 			var r bench.Report
 			require.NoError(t, json.Unmarshal([]byte(text[strings.Index(text, "{"):]), &r))
-			require.Equal(t, string(d), r.Dialect)
+			require.Equal(t, d, r.Dialect)
 			require.NotNil(t, r.Throughput)
 			require.Equal(t, 400, r.Throughput.Tasks)
 			require.Positive(t, r.Throughput.EndToEndPerSec)

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"readpast/internal/dialect"
 	"strconv"
 	"time"
-
-	"readpast/internal/queue"
 )
 
 // config is everything the binary is told, from flags with READPAST_* env defaults.
@@ -96,10 +95,10 @@ func newFlagSet(prog string, getenv func(string) string, w io.Writer) (*flag.Fla
 
 // validate checks fields against each other; errors name the flag.
 func (c config) validate() error {
-	if _, _, err := queue.ParseDSN(c.DSN); err != nil {
+	if _, _, err := dialect.Parse(c.DSN); err != nil {
 		return fmt.Errorf("--dsn: %w", err)
 	}
-	if _, _, err := queue.ParseDSN(c.TargetDSN); c.TargetDSN != "" && err != nil {
+	if _, _, err := dialect.Parse(c.TargetDSN); c.TargetDSN != "" && err != nil {
 		return fmt.Errorf("--target-dsn: %w", err)
 	}
 	host, _, err := net.SplitHostPort(c.Listen)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"readpast/internal/queue"
+	"readpast/internal/dialect"
 	"readpast/migrations"
 )
 
@@ -44,10 +44,10 @@ func TestMigrationVersionsAgreeAcrossDialects(t *testing.T) {
 		require.Contains(t, files["sqlite"], other, "%s has its pair", f)
 	}
 
-	latest, err := queue.LatestMigration("sqlite")
+	latest, err := migrations.Latest(dialect.SQLite)
 	require.NoError(t, err)
-	for _, d := range []string{"postgres", "sqlserver"} {
-		l, err := queue.LatestMigration(d)
+	for _, d := range []dialect.Dialect{dialect.Postgres, dialect.SQLServer} {
+		l, err := migrations.Latest(d)
 		require.NoError(t, err)
 		require.Equal(t, latest, l, "%s knows up to the same version", d)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 	"readpast/internal/schedule"
@@ -70,9 +71,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	dialect, path, _ := queue.ParseDSN(cfg.DSN)
-	where := dialect
-	if dialect == "sqlite" {
+	d, path, _ := dialect.Parse(cfg.DSN)
+	where := string(d)
+	if d == dialect.SQLite {
 		where += " " + path
 	}
 	auth := "tokens"

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/target"
 	"readpast/internal/workers"
@@ -21,7 +22,7 @@ import (
 type Config struct {
 	Store   workers.Store
 	Target  target.Target
-	Dialect string
+	Dialect dialect.Dialect
 	DSN     string // the store's, for server statistics
 	// Throughput
 	Tasks   int // no-op tasks to drain; default 200,000
@@ -54,7 +55,7 @@ type Config struct {
 
 // Report is everything measured, in units named by the field.
 type Report struct {
-	Dialect    string             `json:"dialect"`
+	Dialect    dialect.Dialect    `json:"dialect"`
 	Throughput *ThroughputResult  `json:"throughput,omitempty"`
 	Latency    *LatencyResult     `json:"latency,omitempty"`
 	Depth      []DepthResult      `json:"depth,omitempty"`

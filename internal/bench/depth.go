@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 )
 
@@ -143,8 +144,8 @@ func addFinished(ctx context.Context, c Config, q string, n int) error {
 	if _, err := enqueueBulk(ctx, c.Store, n, queue.NewTask{Queue: q, Body: noop}); err != nil {
 		return err
 	}
-	now := map[string]string{"postgres": "now()", "sqlserver": "SYSUTCDATETIME()",
-		"sqlite": "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"}[c.Dialect]
+	now := map[dialect.Dialect]string{dialect.Postgres: "now()", dialect.SQLServer: "SYSUTCDATETIME()",
+		dialect.SQLite: "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"}[c.Dialect]
 	_, err := c.Target.Run(ctx, fmt.Sprintf(`UPDATE readpast_tasks SET state = 'succeeded', attempts = 1, finished_at = %[1]s
 		WHERE queue = '%[2]s' AND state = 'pending';
 		DELETE FROM readpast_counts WHERE queue = '%[2]s';
@@ -159,8 +160,8 @@ func addFinished(ctx context.Context, c Config, q string, n int) error {
 // or a node's next optimize (SQLite) would soon after: the measurement is of
 // a steady state, not of the minute after a million rows arrived at once.
 func analyze(ctx context.Context, c Config) error {
-	stmt := map[string]string{"postgres": "ANALYZE readpast_tasks", "sqlserver": "UPDATE STATISTICS dbo.readpast_tasks;",
-		"sqlite": "ANALYZE"}[c.Dialect]
+	stmt := map[dialect.Dialect]string{dialect.Postgres: "ANALYZE readpast_tasks", dialect.SQLServer: "UPDATE STATISTICS dbo.readpast_tasks;",
+		dialect.SQLite: "ANALYZE"}[c.Dialect]
 	_, err := c.Target.Run(ctx, stmt, nil)
 	return err
 }

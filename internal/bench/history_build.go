@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 )
 
@@ -60,7 +61,7 @@ func buildHistory(ctx context.Context, c Config, n int) error {
 // keeps no statistics unless told to (the store never runs ANALYZE), so it
 // plans as it would in production.
 func settle(ctx context.Context, c Config) error {
-	if c.Dialect != "postgres" {
+	if c.Dialect != dialect.Postgres {
 		return nil
 	}
 	conn, err := pgx.Connect(ctx, c.DSN)
@@ -81,8 +82,8 @@ func settle(ctx context.Context, c Config) error {
 
 // historySQL writes {n} finished tasks with ids after {after}, into queues
 // {prefix}0 … {prefix}{queues-1}, with their log rows, counts and rollups.
-var historySQL = map[string]string{
-	"postgres": `
+var historySQL = map[dialect.Dialect]string{
+	dialect.Postgres: `
 INSERT INTO readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error)
 SELECT '{prefix}' || (g % {queues}), 'SELECT 1 -- history', f - interval '2 seconds',
        CASE WHEN g % 100 = 0 THEN 'failed' ELSE 'succeeded' END, 1,
@@ -104,7 +105,7 @@ SELECT sp.span, date_trunc(sp.span, a.finished_at), a.queue, a.outcome, count(*)
  GROUP BY 1, 2, 3, 4
 ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = tp.n + excluded.n, busy_ms = tp.busy_ms + excluded.busy_ms;`,
 
-	"sqlite": `
+	dialect.SQLite: `
 INSERT INTO readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error)
 WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < {n}),
      t(g, f) AS (SELECT g, CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)
@@ -131,7 +132,7 @@ SELECT s.span, a.finished_at - a.finished_at % s.width, a.queue, a.outcome, coun
 ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = n + excluded.n, busy_ms = busy_ms + excluded.busy_ms;`,
 
 	// Not run here (no SQL Server); the same design in T-SQL.
-	"sqlserver": `
+	dialect.SQLServer: `
 WITH s AS (SELECT TOP ({n}) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS g
              FROM sys.all_columns a CROSS JOIN sys.all_columns b),
      t AS (SELECT g, DATEADD(second, -CAST({days} * 86400.0 * (1 - CAST(g AS float) / {n}) AS int), SYSUTCDATETIME()) AS f FROM s)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"readpast/internal/dialect"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/microsoft/go-mssqldb" // registers "sqlserver" for the commit counter
@@ -14,7 +15,7 @@ import (
 // counted.
 func writeTxCount(ctx context.Context, c Config) int64 {
 	switch c.Dialect {
-	case "postgres":
+	case dialect.Postgres:
 		// The next transaction id counts every transaction that wrote, server-wide
 		// and at once; pg_stat_database's counters lag by up to ten seconds for an
 		// idle backend. Reading it assigns no id.
@@ -28,7 +29,7 @@ func writeTxCount(ctx context.Context, c Config) int64 {
 			return -1
 		}
 		return n
-	case "sqlserver":
+	case dialect.SQLServer:
 		db, err := sql.Open("sqlserver", c.DSN)
 		if err != nil {
 			return -1

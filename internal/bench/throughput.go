@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/workers"
 )
@@ -102,7 +103,7 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 // says how much it used since, or 0 where that cannot be read (a server on
 // another machine, a dialect other than PostgreSQL).
 func serverCPU(ctx context.Context, c Config) func() time.Duration {
-	if c.Dialect != "postgres" {
+	if c.Dialect != dialect.Postgres {
 		return func() time.Duration { return 0 }
 	}
 	m, err := NewCPUMeter(ctx, c.DSN)

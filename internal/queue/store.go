@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"log/slog"
+	"readpast/internal/dialect"
 	"time"
 )
 
@@ -24,8 +25,8 @@ type Store interface {
 
 // SchemaStore is the store's identity, schema and lifetime.
 type SchemaStore interface {
-	// Dialect names the SQL dialect: "sqlite", "postgres" or "sqlserver".
-	Dialect() string
+	// Dialect names the SQL dialect of the store.
+	Dialect() dialect.Dialect
 	// Capabilities says what this store can do beyond the common contract.
 	Capabilities() Capabilities
 	// Migrate applies the embedded migrations. Applying them twice is a no-op; a

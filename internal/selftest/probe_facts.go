@@ -3,6 +3,7 @@ package selftest
 import (
 	"context"
 	"database/sql"
+	"readpast/internal/dialect"
 	"strings"
 )
 
@@ -12,9 +13,9 @@ import (
 func probeFacts(ctx context.Context, e *env) []Check {
 	var facts []fact
 	switch e.dialect {
-	case "sqlserver":
+	case dialect.SQLServer:
 		facts = sqlServerFacts(e.sc)
-	case "postgres":
+	case dialect.Postgres:
 		facts = postgresFacts
 	default:
 		facts = sqliteFacts

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 )
 
@@ -223,13 +224,13 @@ type lockCounter struct {
 	setup, all, unlocked string // %s: the table
 }
 
-var lockCounters = map[string]lockCounter{
-	"postgres": {
+var lockCounters = map[dialect.Dialect]lockCounter{
+	dialect.Postgres: {
 		setup:    "SET LOCAL lock_timeout = '3s'",
 		all:      "SELECT count(*) FROM %s",
 		unlocked: "SELECT count(*) FROM (SELECT 1 FROM %s FOR UPDATE SKIP LOCKED) AS s",
 	},
-	"sqlserver": {
+	dialect.SQLServer: {
 		// A lock timeout: where READPAST is ignored the read fails fast
 		// instead of waiting for the claim. INDEX(1): the clustered index,
 		// whose keys every writer locks.

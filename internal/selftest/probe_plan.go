@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/queue/sqlserver"
 )
@@ -26,9 +27,9 @@ func probeClaimPlan(ctx context.Context, e *env) []Check {
 			return
 		}
 		switch e.dialect {
-		case "sqlserver":
+		case dialect.SQLServer:
 			sqlServerPlan(ctx, e, q, c)
-		case "postgres":
+		case dialect.Postgres:
 			postgresPlan(ctx, e, q, c)
 		default:
 			c.Status, c.Evidence = Skip, "SQLite runs one writer at a time on one file: its claim plans are fixed by the schema and checked by the test suite"

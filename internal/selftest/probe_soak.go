@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 )
 
@@ -255,9 +256,9 @@ func bookkeepingAgrees(ctx context.Context, e *env) (string, error) {
 func serverDeadlocks(ctx context.Context, e *env) (int64, bool) {
 	var q string
 	switch e.dialect {
-	case "postgres":
+	case dialect.Postgres:
 		q = "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
-	case "sqlserver":
+	case dialect.SQLServer:
 		q = `SELECT cntr_value FROM sys.dm_os_performance_counters
 			WHERE counter_name LIKE N'Number of Deadlocks/sec%' AND instance_name = N'_Total'`
 	default:

@@ -16,7 +16,7 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 	_ "modernc.org/sqlite" // the "sqlite" driver
 
-	"readpast/internal/queue"
+	"readpast/internal/dialect"
 	"readpast/internal/queue/sqlserver"
 )
 
@@ -35,12 +35,12 @@ type scratch struct {
 }
 
 // newScratch makes the scratch for cfg.DSN's dialect.
-func newScratch(ctx context.Context, dialect string, cfg Config) (*scratch, error) {
+func newScratch(ctx context.Context, d dialect.Dialect, cfg Config) (*scratch, error) {
 	name := "readpast_selftest_" + randomHex(6)
-	switch dialect {
-	case "sqlserver":
+	switch d {
+	case dialect.SQLServer:
 		return sqlServerScratch(ctx, cfg, name)
-	case "postgres":
+	case dialect.Postgres:
 		return postgresScratch(ctx, cfg.DSN, name)
 	}
 	return sqliteScratch(ctx, cfg.DSN, name)
@@ -49,7 +49,7 @@ func newScratch(ctx context.Context, dialect string, cfg Config) (*scratch, erro
 // sqliteScratch is a file beside the one the DSN names, so the probes run on
 // the same file system.
 func sqliteScratch(ctx context.Context, dsn, name string) (*scratch, error) {
-	_, path, err := queue.ParseDSN(dsn)
+	_, path, err := dialect.Parse(dsn)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 )
@@ -68,7 +69,7 @@ type Config struct {
 
 // Report is what a run found.
 type Report struct {
-	Dialect string
+	Dialect dialect.Dialect
 	Server  string // the server's own name for its version
 	Scratch string // where the probes ran
 	Checks  []Check
@@ -105,7 +106,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // and the scratch itself.
 type env struct {
 	cfg     Config
-	dialect string
+	dialect dialect.Dialect
 	a, b    queue.Store
 	sc      *scratch
 	log     *slog.Logger
@@ -134,12 +135,12 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	dialect, _, err := queue.ParseDSN(cfg.DSN)
+	d, _, err := dialect.Parse(cfg.DSN)
 	if err != nil {
 		return rep, err
 	}
-	rep.Dialect = dialect
-	sc, err := newScratch(ctx, dialect, cfg)
+	rep.Dialect = d
+	sc, err := newScratch(ctx, d, cfg)
 	if err != nil {
 		return rep, err
 	}
@@ -153,7 +154,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 			err = fmt.Errorf("removing the scratch %s: %w", sc.where, cerr)
 		}
 	}()
-	e := &env{cfg: cfg, dialect: dialect, sc: sc, log: log}
+	e := &env{cfg: cfg, dialect: d, sc: sc, log: log}
 	opts := queue.Options{Logger: log}
 	if e.a, err = open.Store(ctx, sc.dsn, opts); err != nil {
 		return rep, fmt.Errorf("opening the store on the scratch: %w", err)

@@ -2,6 +2,7 @@ package sqlscript
 
 import (
 	"fmt"
+	"readpast/internal/dialect"
 	"strconv"
 	"strings"
 )
@@ -125,13 +126,13 @@ func goLine(line string) (repeat int, ok bool, err error) {
 	return n, true, nil
 }
 
-// SyntaxOf returns the lexical rules of a dialect as queue.Store.Dialect
-// names it ("sqlserver", "postgres", "sqlite"); T-SQL for anything else.
-func SyntaxOf(dialect string) Syntax {
-	switch dialect {
-	case "postgres":
+// SyntaxOf returns the lexical rules of a dialect; T-SQL for SQL Server and
+// for anything else.
+func SyntaxOf(d dialect.Dialect) Syntax {
+	switch d {
+	case dialect.Postgres:
 		return PostgreSQL
-	case "sqlite":
+	case dialect.SQLite:
 		return SQLite
 	}
 	return TSQL

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"readpast/internal/dialect"
 	"readpast/internal/sqlrun"
 	"readpast/internal/sqlscript"
 )
@@ -52,8 +53,8 @@ func openPostgres(ctx context.Context, dsn string) (*postgresTarget, error) {
 	return t, nil
 }
 
-func (t *postgresTarget) Dialect() string { return "postgres" }
-func (t *postgresTarget) Close() error    { t.pool.Close(); return nil }
+func (t *postgresTarget) Dialect() dialect.Dialect { return dialect.Postgres }
+func (t *postgresTarget) Close() error             { t.pool.Close(); return nil }
 
 // Run implements Target. Each batch goes through the simple query protocol, so
 // a batch may hold several statements, as in psql. The session reset that

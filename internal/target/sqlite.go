@@ -10,6 +10,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"readpast/internal/dialect"
 	"readpast/internal/sqlrun"
 	"readpast/internal/sqlscript"
 )
@@ -34,8 +35,8 @@ func openSQLite(ctx context.Context, path string) (*sqliteTarget, error) {
 	return &sqliteTarget{db: db}, nil
 }
 
-func (t *sqliteTarget) Dialect() string { return "sqlite" }
-func (t *sqliteTarget) Close() error    { return t.db.Close() }
+func (t *sqliteTarget) Dialect() dialect.Dialect { return dialect.SQLite }
+func (t *sqliteTarget) Close() error             { return t.db.Close() }
 
 // Run implements Target. modernc.org/sqlite interrupts the running statement
 // (sqlite3_interrupt) when ctx ends.

@@ -27,6 +27,7 @@ import (
 
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"readpast/internal/dialect"
 	"readpast/internal/sqlrun"
 	"readpast/internal/sqlscript"
 )
@@ -63,8 +64,8 @@ func openSQLServer(ctx context.Context, dsn string) (*sqlServerTarget, error) {
 	return &sqlServerTarget{db: db}, nil
 }
 
-func (t *sqlServerTarget) Dialect() string { return "sqlserver" }
-func (t *sqlServerTarget) Close() error    { return t.db.Close() }
+func (t *sqlServerTarget) Dialect() dialect.Dialect { return dialect.SQLServer }
+func (t *sqlServerTarget) Close() error             { return t.db.Close() }
 
 // Run implements Target. RowsAffected sums the counts the server reports, as
 // sqlcmd's "(n rows affected)" lines do: rows written and rows a SELECT

@@ -8,7 +8,7 @@ import (
 	"context"
 	"fmt"
 
-	"readpast/internal/queue"
+	"readpast/internal/dialect"
 	"readpast/internal/sqlscript"
 )
 
@@ -21,8 +21,8 @@ type Result struct {
 
 // Target executes bodies on one database.
 type Target interface {
-	// Dialect is "sqlite", "postgres" or "sqlserver".
-	Dialect() string
+	// Dialect is the dialect of the database the bodies run on.
+	Dialect() dialect.Dialect
 	// Run executes body's batches in order on one connection, stopping at the
 	// first error. onSession, if not nil, is called with the session id before the
 	// body starts. When ctx ends the running statement is cancelled on the server.
@@ -34,14 +34,14 @@ type Target interface {
 
 // Open connects to the target a DSN names (same DSN forms as the store).
 func Open(ctx context.Context, dsn string) (Target, error) {
-	dialect, path, err := queue.ParseDSN(dsn)
+	d, path, err := dialect.Parse(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	switch dialect {
-	case "postgres":
+	switch d {
+	case dialect.Postgres:
 		return openPostgres(ctx, dsn)
-	case "sqlserver":
+	case dialect.SQLServer:
 		return openSQLServer(ctx, dsn)
 	}
 	return openSQLite(ctx, path)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"readpast/internal/dialect"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite" // the "sqlite" driver
-
-	"readpast/internal/queue"
 )
 
 // Exec runs statements on the Env's database over a connection of its own,
@@ -78,7 +77,7 @@ func withDB(t testing.TB, d Dialect, dsn string, fn func(context.Context, querye
 	if d == SQLServer {
 		db = openSQLServer(t, dsn)
 	} else {
-		_, path, err := queue.ParseDSN(dsn)
+		_, path, err := dialect.Parse(dsn)
 		require.NoError(t, err)
 		db, err = sql.Open("sqlite", "file:"+strings.ReplaceAll(url.PathEscape(path), "%2F", "/")+"?_pragma=busy_timeout(10000)")
 		require.NoError(t, err)

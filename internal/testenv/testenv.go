@@ -18,20 +18,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 	"readpast/internal/target"
 	"readpast/internal/testpg"
 )
 
-// Dialect names a SQL dialect, as queue.Store.Dialect reports it.
-type Dialect string
+// Dialect is the product's dialect type (package dialect), named here so the
+// tests that range over dialects read testenv.SQLite, testenv.Postgres, ….
+type Dialect = dialect.Dialect
 
 // The dialects.
 const (
-	SQLite    Dialect = "sqlite"
-	Postgres  Dialect = "postgres"
-	SQLServer Dialect = "sqlserver"
+	SQLite    = dialect.SQLite
+	Postgres  = dialect.Postgres
+	SQLServer = dialect.SQLServer
 )
 
 // MSSQLDSNEnv names the SQL Server the tests run on. The login needs CREATE

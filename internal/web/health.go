@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"readpast/internal/queue"
+	"readpast/migrations"
 )
 
 // registerHealth adds the load balancer's probes; they need no credentials.
@@ -30,7 +31,7 @@ func (h *health) ready(c echo.Context) error {
 	defer cancel()
 	st, err := h.store.SchemaVersion(ctx)
 	if err == nil {
-		err = queue.CheckStatus(st)
+		err = migrations.CheckStatus(st)
 	}
 	if err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "store unavailable", "error": err.Error()})

@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"readpast/internal/dialect"
 	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/sqlscript"
@@ -67,10 +68,9 @@ type Deps struct {
 	Metrics *Metrics
 	// SessionTTL is how long a browser login lasts; 0 means 12 hours.
 	SessionTTL time.Duration
-	// TargetDialect is the dialect task bodies run on ("sqlserver",
-	// "postgres", "sqlite"); "" means the store's. It decides how a script is
+	// TargetDialect is the dialect task bodies run on; "" means the store's. It decides how a script is
 	// split into a chain's blocks.
-	TargetDialect string
+	TargetDialect dialect.Dialect
 }
 
 // Server is the dashboard and API; it is an http.Handler.
@@ -96,13 +96,13 @@ func New(d Deps) (*Server, error) {
 		nodeID = d.Node.ID()
 	}
 	operations := ops.New(ops.Deps{Store: d.Store, Node: d.Node, Scheduler: d.Scheduler, MaxBodyBytes: d.MaxBodyBytes})
-	dialect := d.TargetDialect
-	if dialect == "" {
-		dialect = d.Store.Dialect()
+	bodies := d.TargetDialect
+	if bodies == "" {
+		bodies = d.Store.Dialect()
 	}
 	s := &Server{echo: echo.New(), log: d.Logger, guard: guard,
 		pages: ui.New(ui.Deps{Store: d.Store, Ops: operations, Node: d.Node, Guard: guard, Version: d.Version,
-			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(dialect), Logger: d.Logger})}
+			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(bodies), Logger: d.Logger})}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

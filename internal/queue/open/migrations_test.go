@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/testenv"
 	"readpast/migrations"
@@ -71,7 +72,7 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 // database handle of its own, closed when t ends.
 func migrator(t *testing.T, d testenv.Dialect, dsn string) *migrate.Migrate {
 	t.Helper()
-	cfgTable := queue.MigrationsTable
+	cfgTable := migrations.Table
 	var drv database.Driver
 	switch d {
 	case testenv.Postgres:
@@ -80,7 +81,7 @@ func migrator(t *testing.T, d testenv.Dialect, dsn string) *migrate.Migrate {
 		drv, err = pgxmigrate.WithInstance(stdlib.OpenDB(*cfg), &pgxmigrate.Config{MigrationsTable: cfgTable})
 		require.NoError(t, err)
 	default:
-		_, path, err := queue.ParseDSN(dsn)
+		_, path, err := dialect.Parse(dsn)
 		require.NoError(t, err)
 		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
 		require.NoError(t, err)

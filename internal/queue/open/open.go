@@ -7,6 +7,7 @@ package open
 import (
 	"context"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/queue/postgres"
 	"readpast/internal/queue/sqlite"
@@ -15,14 +16,14 @@ import (
 
 // Store opens the store a DSN names. It does not migrate.
 func Store(ctx context.Context, dsn string, opts queue.Options) (queue.Store, error) {
-	dialect, path, err := queue.ParseDSN(dsn)
+	d, path, err := dialect.Parse(dsn)
 	if err != nil {
 		return nil, err
 	}
-	switch dialect {
-	case "sqlserver":
+	switch d {
+	case dialect.SQLServer:
 		return sqlserver.Open(ctx, dsn, opts)
-	case "postgres":
+	case dialect.Postgres:
 		return postgres.Open(ctx, dsn, opts)
 	}
 	return sqlite.Open(ctx, path, opts)

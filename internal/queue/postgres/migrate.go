@@ -8,21 +8,23 @@ import (
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
+	"readpast/migrations"
 )
 
 // Migrate implements queue.Store. golang-migrate needs a database/sql handle; it
 // is opened for the migration only and closed after.
 func (s *Store) Migrate(ctx context.Context) error {
 	return s.withMigrateDriver(ctx, "migrating the store schema", func(drv database.Driver) error {
-		return queue.MigrateUp(dialect, drv)
+		return migrations.Up(dialect.Postgres, drv)
 	})
 }
 
 // MigrateDown implements queue.Store.
 func (s *Store) MigrateDown(ctx context.Context) error {
 	return s.withMigrateDriver(ctx, "reverting the store schema", func(drv database.Driver) error {
-		return queue.MigrateDown(dialect, drv)
+		return migrations.Down(dialect.Postgres, drv)
 	})
 }
 
@@ -31,7 +33,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 	var st queue.SchemaStatus
 	err := s.withMigrateDriver(ctx, "reading the schema version", func(drv database.Driver) error {
 		var err error
-		st, err = queue.Status(dialect, drv)
+		st, err = migrations.Status(dialect.Postgres, drv)
 		return err
 	})
 	return st, err
@@ -43,7 +45,7 @@ func (s *Store) withMigrateDriver(ctx context.Context, what string, fn func(data
 	if err := db.PingContext(ctx); err != nil {
 		return wrap(err, "%s: connecting", what)
 	}
-	drv, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: queue.MigrationsTable})
+	drv, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: migrations.Table})
 	if err != nil {
 		return wrap(err, "%s: preparing the migration driver", what)
 	}

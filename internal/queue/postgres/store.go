@@ -22,11 +22,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/sqlrun"
 )
-
-const dialect = "postgres"
 
 // defaultMaxConns is the pool size unless the DSN sets pool_max_conns. pgxpool's
 // own default (4 on a 2-core machine) would make a node's workers queue for
@@ -93,7 +92,7 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 }
 
 // Dialect implements queue.Store.
-func (s *Store) Dialect() string { return dialect }
+func (s *Store) Dialect() dialect.Dialect { return dialect.Postgres }
 
 // Capabilities implements queue.Store: LISTEN/NOTIFY wakes other nodes, and
 // claimers skip each other's locked rows (FOR UPDATE SKIP LOCKED).

@@ -10,6 +10,7 @@ import (
 
 	"readpast/internal/queue"
 	"readpast/internal/testenv"
+	"readpast/migrations"
 )
 
 var schemaTests = map[string]func(*testing.T, Harness){
@@ -19,7 +20,7 @@ var schemaTests = map[string]func(*testing.T, Harness){
 		require.NoError(t, b.s.Migrate(b.ctx), "a second Migrate must be a no-op")
 		st, err := b.s.SchemaVersion(b.ctx)
 		require.NoError(t, err)
-		latest, err := queue.LatestMigration(b.s.Dialect())
+		latest, err := migrations.Latest(b.s.Dialect())
 		require.NoError(t, err)
 		require.Equal(t, queue.SchemaStatus{Version: latest, Latest: latest}, st)
 		got, err := b.s.List(b.ctx, queue.ListParams{})
@@ -45,7 +46,7 @@ var schemaTests = map[string]func(*testing.T, Harness){
 		b := setup(t, h)
 		st, err := b.s.SchemaVersion(b.ctx)
 		require.NoError(t, err)
-		b.env.Exec(t, fmt.Sprintf("UPDATE %s SET version = %d", queue.MigrationsTable, st.Latest+1))
+		b.env.Exec(t, fmt.Sprintf("UPDATE %s SET version = %d", migrations.Table, st.Latest+1))
 		err = b.s.Migrate(b.ctx)
 		require.ErrorIs(t, err, queue.ErrSchemaTooNew, "a schema from a newer binary must be refused")
 		st, err = b.s.SchemaVersion(b.ctx)

@@ -21,10 +21,10 @@ import (
 	msqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
+	"readpast/migrations"
 )
-
-const dialect = "sqlite"
 
 // Store is the SQLite queue.Store.
 type Store struct {
@@ -82,7 +82,7 @@ func escapePath(p string) string {
 }
 
 // Dialect implements queue.Store.
-func (s *Store) Dialect() string { return dialect }
+func (s *Store) Dialect() dialect.Dialect { return dialect.SQLite }
 
 // Capabilities implements queue.Store: no LISTEN (nodes poll), and one writer
 // at a time.
@@ -105,7 +105,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return queue.MigrateUp(dialect, drv)
+	return migrations.Up(dialect.SQLite, drv)
 }
 
 // MigrateDown implements queue.Store.
@@ -114,7 +114,7 @@ func (s *Store) MigrateDown(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return queue.MigrateDown(dialect, drv)
+	return migrations.Down(dialect.SQLite, drv)
 }
 
 // SchemaVersion implements queue.Store.
@@ -123,7 +123,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 	if err != nil {
 		return queue.SchemaStatus{}, err
 	}
-	return queue.Status(dialect, drv)
+	return migrations.Status(dialect.SQLite, drv)
 }
 
 // migrateDriver wraps the writer; golang-migrate's driver takes its own connection
@@ -132,7 +132,7 @@ func (s *Store) migrateDriver(ctx context.Context) (*msqlite.Sqlite, error) {
 	if err := s.w.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connecting to sqlite file %s: %w", s.path, err)
 	}
-	drv, err := msqlite.WithInstance(s.w, &msqlite.Config{MigrationsTable: queue.MigrationsTable})
+	drv, err := msqlite.WithInstance(s.w, &msqlite.Config{MigrationsTable: migrations.Table})
 	if err != nil {
 		return nil, fmt.Errorf("preparing sqlite migrations: %w", err)
 	}

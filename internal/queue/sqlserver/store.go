@@ -13,11 +13,10 @@ import (
 	migratesqlserver "github.com/golang-migrate/migrate/v4/database/sqlserver"
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
+	"readpast/migrations"
 )
-
-// Dialect is the name this package reports from Store.Dialect.
-const Dialect = "sqlserver"
 
 // minCompatibilityLevel is SQL Server 2016's level: OPENJSON needs it.
 const minCompatibilityLevel = 130
@@ -56,8 +55,8 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	return &Store{db: db, database: database, connector: connector, opts: opts, log: logger}, nil
 }
 
-// Dialect returns "sqlserver".
-func (s *Store) Dialect() string { return Dialect }
+// Dialect returns dialect.SQLServer.
+func (s *Store) Dialect() dialect.Dialect { return dialect.SQLServer }
 
 // Capabilities implements queue.Store: claimers read past each other's locked
 // rows (READPAST); there is no push of enqueues to other nodes, which poll.
@@ -92,14 +91,14 @@ func (s *Store) Migrate(ctx context.Context) error {
 			err, level, minCompatibilityLevel, minCompatibilityLevel)
 	}
 	return s.withMigrateDriver(ctx, func(drv database.Driver) error {
-		return queue.MigrateUp(Dialect, drv)
+		return migrations.Up(dialect.SQLServer, drv)
 	})
 }
 
 // MigrateDown reverts every migration, newest first.
 func (s *Store) MigrateDown(ctx context.Context) error {
 	return s.withMigrateDriver(ctx, func(drv database.Driver) error {
-		return queue.MigrateDown(Dialect, drv)
+		return migrations.Down(dialect.SQLServer, drv)
 	})
 }
 
@@ -113,7 +112,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 	var st queue.SchemaStatus
 	err := s.withMigrateDriver(ctx, func(drv database.Driver) error {
 		var err error
-		st, err = queue.Status(Dialect, drv)
+		st, err = migrations.Status(dialect.SQLServer, drv)
 		return err
 	})
 	return st, err
@@ -127,7 +126,7 @@ func (s *Store) withMigrateDriver(ctx context.Context, fn func(database.Driver) 
 		return err
 	}
 	db := sql.OpenDB(s.connector)
-	drv, err := migratesqlserver.WithInstance(db, &migratesqlserver.Config{MigrationsTable: queue.MigrationsTable})
+	drv, err := migratesqlserver.WithInstance(db, &migratesqlserver.Config{MigrationsTable: migrations.Table})
 	if err != nil {
 		_ = db.Close()
 		return wrap("opening the migration driver", err)

@@ -87,7 +87,7 @@ func SeedDemo(t *testing.T, ctx context.Context, s queue.Store) {
 		queue.NewTask{Queue: "billing", Body: "UPDATE invoices SET status = 'sent' WHERE batch = 42", Group: "invoices"},
 		queue.NewTask{Queue: "billing", Body: "EXEC dbo.close_period @month = '2025-06'", Group: "invoices"},
 	)
-	long := testenv.SleepBody(t, testenv.Dialect(s.Dialect()), 10*time.Minute) // until the test ends
+	long := testenv.SleepBody(t, s.Dialect(), 10*time.Minute) // until the test ends
 	enqueue(
 		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 0, Body: long, Timeout: 10 * time.Minute},
 		queue.NewTask{Queue: "maintenance", Chain: "reindex-2025-06", Stage: 1, Body: "ANALYZE"},

@@ -1,4 +1,4 @@
-package queue
+package dialect
 
 import (
 	"strings"
@@ -7,9 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseDSN(t *testing.T) {
+func TestParse(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ dsn, dialect, path, err string }{
+	for _, c := range []struct {
+		dsn     string
+		dialect Dialect
+		path    string
+		err     string
+	}{
 		{"", "sqlite", DefaultSQLiteFile, ""},
 		{"sqlite://data/rp.db", "sqlite", "data/rp.db", ""},
 		{"SQLite:///abs/rp.db", "sqlite", "/abs/rp.db", ""},
@@ -17,13 +22,15 @@ func TestParseDSN(t *testing.T) {
 		{"postgres://u:p@h/db?sslmode=disable", "postgres", "", ""},
 		{"postgresql://h/db", "postgres", "", ""},
 		{"sqlserver://u:p@h?database=ops", "sqlserver", "", ""},
+		{"SQLSERVER://sa:pw@localhost", "sqlserver", "", ""},
+		{"./q.db", "sqlite", "./q.db", ""},
 		{"sqlite://", "", "", "names no SQLite file"},
 		{"mysql://h/db", "", "", `scheme "mysql" is not supported`},
 		{"rp.db\x00", "", "", "control character"},
 		{"postgres://h/db\nsslmode=disable", "", "", "control character"},
 		{"sqlite://r\xffp.db", "", "", "invalid UTF-8"},
 	} {
-		d, p, err := ParseDSN(c.dsn)
+		d, p, err := Parse(c.dsn)
 		if c.err != "" {
 			require.ErrorContains(t, err, c.err, "%q", c.dsn)
 			continue
@@ -34,18 +41,18 @@ func TestParseDSN(t *testing.T) {
 	}
 }
 
-// FuzzParseDSN: whatever the DSN, ParseDSN does not panic, and either names
+// FuzzParse: whatever the DSN, Parse does not panic, and either names
 // a dialect (with the file for SQLite) or says what is wrong with the DSN.
-func FuzzParseDSN(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, dsn string) {
-		d, p, err := ParseDSN(dsn)
+		d, p, err := Parse(dsn)
 		if err != nil {
 			require.Contains(t, err.Error(), "dsn", "an error names what it refused: %v", err)
 			require.Empty(t, d)
 			return
 		}
-		require.Contains(t, []string{"sqlite", "postgres", "sqlserver"}, d)
-		require.Equal(t, d == "sqlite", p != "", "a SQLite DSN names its file, no other does: %q → %q", dsn, p)
+		require.Contains(t, []Dialect{SQLite, Postgres, SQLServer}, d)
+		require.Equal(t, d == SQLite, p != "", "a SQLite DSN names its file, no other does: %q → %q", dsn, p)
 		require.False(t, strings.ContainsRune(dsn, 0), "a NUL is refused")
 	})
 }

@@ -1,4 +1,4 @@
-package queue
+package migrations
 
 import (
 	"errors"
@@ -13,15 +13,16 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
-	"readpast/migrations"
+	"readpast/internal/dialect"
+	"readpast/internal/queue"
 )
 
-// MigrationsTable is the golang-migrate bookkeeping table on every dialect.
-const MigrationsTable = "readpast_schema_migrations"
+// Table is the golang-migrate bookkeeping table on every dialect.
+const Table = "readpast_schema_migrations"
 
-// LatestMigration returns the highest version in the dialect's embedded folder.
-func LatestMigration(dialect string) (uint, error) {
-	versions, err := embeddedVersions(dialect)
+// Latest returns the highest version in the dialect's embedded folder.
+func Latest(d dialect.Dialect) (uint, error) {
+	versions, err := embeddedVersions(d)
 	if err != nil {
 		return 0, err
 	}
@@ -30,10 +31,10 @@ func LatestMigration(dialect string) (uint, error) {
 
 // embeddedVersions lists the versions in the dialect's embedded folder, in
 // ascending order.
-func embeddedVersions(dialect string) ([]uint, error) {
-	entries, err := fs.ReadDir(migrations.FS, dialect)
+func embeddedVersions(d dialect.Dialect) ([]uint, error) {
+	entries, err := fs.ReadDir(FS, string(d))
 	if err != nil {
-		return nil, fmt.Errorf("reading embedded migrations for %s: %w", dialect, err)
+		return nil, fmt.Errorf("reading embedded migrations for %s: %w", d, err)
 	}
 	var versions []uint
 	for _, e := range entries {
@@ -47,13 +48,13 @@ func embeddedVersions(dialect string) ([]uint, error) {
 		}
 	}
 	if len(versions) == 0 {
-		return nil, fmt.Errorf("no embedded migrations for dialect %s", dialect)
+		return nil, fmt.Errorf("no embedded migrations for dialect %s", d)
 	}
 	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
 	return slices.Compact(versions), nil
 }
 
-// MigrateUp applies the dialect's embedded migrations through drv. It refuses a
+// Up applies the dialect's embedded migrations through drv. It refuses a
 // schema newer than the binary, and is a no-op when current.
 //
 // Every migration file runs all or nothing: PostgreSQL runs a file of several
@@ -61,33 +62,33 @@ func embeddedVersions(dialect string) ([]uint, error) {
 // each file in one, and every SQL Server file is a transaction of its own with
 // XACT_ABORT ON (a batch cut short leaves it open until the session ends, which
 // rolls it back). So a version left dirty by a failed migration means that
-// migration changed nothing: MigrateUp sets the version back to the one
+// migration changed nothing: Up sets the version back to the one
 // before it and runs the migration again, which fails again, with its error,
 // until its cause is fixed.
-func MigrateUp(dialect string, drv database.Driver) error {
-	m, err := newMigrate(dialect, drv)
+func Up(d dialect.Dialect, drv database.Driver) error {
+	m, err := newMigrate(d, drv)
 	if err != nil {
 		return err
 	}
-	latest, err := LatestMigration(dialect)
+	latest, err := Latest(d)
 	if err != nil {
 		return err
 	}
-	if err := retryFailed(m, dialect); err != nil {
+	if err := retryFailed(m, d); err != nil {
 		return err
 	}
 	if err := checkVersion(m, latest); err != nil {
 		return err
 	}
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("applying %s migrations: %w", dialect, err)
+		return fmt.Errorf("applying %s migrations: %w", d, err)
 	}
 	return nil
 }
 
 // retryFailed sets a dirty version back to the version before it (see
-// MigrateUp: the failed migration changed nothing).
-func retryFailed(m *migrate.Migrate, dialect string) error {
+// Up: the failed migration changed nothing).
+func retryFailed(m *migrate.Migrate, d dialect.Dialect) error {
 	v, dirty, err := m.Version()
 	if errors.Is(err, migrate.ErrNilVersion) || (err == nil && !dirty) {
 		return nil
@@ -95,7 +96,7 @@ func retryFailed(m *migrate.Migrate, dialect string) error {
 	if err != nil {
 		return fmt.Errorf("reading schema version: %w", err)
 	}
-	prev, err := previousMigration(dialect, v)
+	prev, err := previousMigration(d, v)
 	if err != nil {
 		return err
 	}
@@ -107,8 +108,8 @@ func retryFailed(m *migrate.Migrate, dialect string) error {
 
 // previousMigration is the highest embedded version below v, or -1 (no
 // version) when there is none.
-func previousMigration(dialect string, v uint) (int, error) {
-	versions, err := embeddedVersions(dialect)
+func previousMigration(d dialect.Dialect, v uint) (int, error) {
+	versions, err := embeddedVersions(d)
 	if err != nil {
 		return 0, err
 	}
@@ -121,35 +122,35 @@ func previousMigration(dialect string, v uint) (int, error) {
 	return prev, nil
 }
 
-// MigrateDown runs the dialect's down migrations through drv, newest first,
+// Down runs the dialect's down migrations through drv, newest first,
 // until no version is applied: every ReadPast table is gone (golang-migrate's
 // own version table stays, empty). A dirty version is set back first, as
-// MigrateUp does.
-func MigrateDown(dialect string, drv database.Driver) error {
-	m, err := newMigrate(dialect, drv)
+// Up does.
+func Down(d dialect.Dialect, drv database.Driver) error {
+	m, err := newMigrate(d, drv)
 	if err != nil {
 		return err
 	}
-	if err := retryFailed(m, dialect); err != nil {
+	if err := retryFailed(m, d); err != nil {
 		return err
 	}
 	if err := m.Down(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("reverting %s migrations: %w", dialect, err)
+		return fmt.Errorf("reverting %s migrations: %w", d, err)
 	}
 	return nil
 }
 
 // Status reports the applied version through drv.
-func Status(dialect string, drv database.Driver) (SchemaStatus, error) {
-	latest, err := LatestMigration(dialect)
+func Status(d dialect.Dialect, drv database.Driver) (queue.SchemaStatus, error) {
+	latest, err := Latest(d)
 	if err != nil {
-		return SchemaStatus{}, err
+		return queue.SchemaStatus{}, err
 	}
 	v, dirty, err := drv.Version()
 	if err != nil {
-		return SchemaStatus{}, fmt.Errorf("reading schema version: %w", err)
+		return queue.SchemaStatus{}, fmt.Errorf("reading schema version: %w", err)
 	}
-	st := SchemaStatus{Dirty: dirty, Latest: latest}
+	st := queue.SchemaStatus{Dirty: dirty, Latest: latest}
 	if v > 0 {
 		st.Version = uint(v)
 	}
@@ -158,25 +159,25 @@ func Status(dialect string, drv database.Driver) (SchemaStatus, error) {
 
 // CheckStatus turns a status into ErrSchemaTooNew / ErrSchemaDirty, or nil
 // when the store may run (including a schema older than the binary, which
-// Migrate brings up to date).
-func CheckStatus(st SchemaStatus) error {
+// the store's Migrate brings up to date).
+func CheckStatus(st queue.SchemaStatus) error {
 	switch {
 	case st.Dirty:
-		return fmt.Errorf("%w: migration %d failed and was rolled back; fix its cause (the error of the last migrate says what), then run migrate again", ErrSchemaDirty, st.Version)
+		return fmt.Errorf("%w: migration %d failed and was rolled back; fix its cause (the error of the last migrate says what), then run migrate again", queue.ErrSchemaDirty, st.Version)
 	case st.Version > st.Latest:
-		return fmt.Errorf("%w: the database is at version %d, this binary knows up to %d; run the newer ReadPast", ErrSchemaTooNew, st.Version, st.Latest)
+		return fmt.Errorf("%w: the database is at version %d, this binary knows up to %d; run the newer ReadPast", queue.ErrSchemaTooNew, st.Version, st.Latest)
 	}
 	return nil
 }
 
-func newMigrate(dialect string, drv database.Driver) (*migrate.Migrate, error) {
-	src, err := iofs.New(migrations.FS, dialect)
+func newMigrate(d dialect.Dialect, drv database.Driver) (*migrate.Migrate, error) {
+	src, err := iofs.New(FS, string(d))
 	if err != nil {
-		return nil, fmt.Errorf("opening embedded %s migrations: %w", dialect, err)
+		return nil, fmt.Errorf("opening embedded %s migrations: %w", d, err)
 	}
-	m, err := migrate.NewWithInstance("iofs", src, dialect, drv)
+	m, err := migrate.NewWithInstance("iofs", src, string(d), drv)
 	if err != nil {
-		return nil, fmt.Errorf("preparing %s migrations: %w", dialect, err)
+		return nil, fmt.Errorf("preparing %s migrations: %w", d, err)
 	}
 	return m, nil
 }
@@ -189,5 +190,5 @@ func checkVersion(m *migrate.Migrate, latest uint) error {
 	if err != nil {
 		return fmt.Errorf("reading schema version: %w", err)
 	}
-	return CheckStatus(SchemaStatus{Version: v, Dirty: dirty, Latest: latest})
+	return CheckStatus(queue.SchemaStatus{Version: v, Dirty: dirty, Latest: latest})
 }

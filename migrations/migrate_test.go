@@ -1,4 +1,4 @@
-package queue
+package migrations
 
 import (
 	"io/fs"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"readpast/migrations"
+	"readpast/internal/dialect"
 )
 
 // Version N must mean the same schema on every dialect (migrations/embed.go),
@@ -14,8 +14,8 @@ import (
 func TestEveryDialectHasTheSameMigrationVersions(t *testing.T) {
 	t.Parallel()
 	var want []string
-	for _, d := range []string{"sqlite", "postgres", "sqlserver"} {
-		entries, err := fs.ReadDir(migrations.FS, d)
+	for _, d := range []dialect.Dialect{dialect.SQLite, dialect.Postgres, dialect.SQLServer} {
+		entries, err := fs.ReadDir(FS, string(d))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestEveryDialectHasTheSameMigrationVersions(t *testing.T) {
 		} else if !slices.Equal(ups, want) {
 			t.Errorf("%s has migrations %v; the other dialects have %v", d, ups, want)
 		}
-		latest, err := LatestMigration(d)
+		latest, err := Latest(d)
 		if err != nil {
 			t.Fatal(err)
 		}
