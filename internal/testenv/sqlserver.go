@@ -161,6 +161,9 @@ const (
 	// BabelfishAttention: no WAITFOR, and an attention does not stop a
 	// running statement.
 	BabelfishAttention = "no WAITFOR, and an attention does not stop a running statement"
+	// BabelfishUpdateStatistics: UPDATE STATISTICS is refused ("not
+	// currently supported"); bench settles statistics with it.
+	BabelfishUpdateStatistics = "refuses UPDATE STATISTICS"
 )
 
 // Scaled returns n, or a tenth of it (at least 1) on Babelfish, whose round
