@@ -24,3 +24,13 @@ func newStore(t *testing.T) queue.Store {
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// migratedStore is newStore's store with its schema, migrated under ctx.
+func migratedStore(t *testing.T, ctx context.Context) *Store {
+	t.Helper()
+	s := newStore(t).(*Store)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	return s
+}

@@ -17,10 +17,9 @@ import (
 // when its context ends.
 func TestListen(t *testing.T) {
 	t.Parallel()
-	s := newStore(t).(*Store)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, s.Migrate(ctx))
+	s := migratedStore(t, ctx)
 	s.listenCheck = 100 * time.Millisecond // exercise the idle check often
 
 	heard := make(chan string, 100)

@@ -133,10 +133,7 @@ func TestPagesSkipOtherHistory(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := newStore(t).(*Store)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t, ctx)
 	// A busy queue's history, and a quiet queue that has rows of its own but
 	// none succeeded and no log rows.
 	if _, err := s.Enqueue(ctx, []queue.NewTask{{Queue: "quiet", Body: "SELECT 1"}}); err != nil {

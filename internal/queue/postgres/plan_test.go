@@ -81,10 +81,7 @@ func TestClaimIgnoresOtherQueuesBacklogs(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := newStore(t).(*Store)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t, ctx)
 	if _, err := s.pool.Exec(ctx, `INSERT INTO readpast_queues (name) VALUES ('q'), ('other');
 		INSERT INTO readpast_groups (name, running) VALUES ('full', 1);
 		INSERT INTO readpast_tasks (queue, body, priority, available_at, delayed)
@@ -170,10 +167,7 @@ func TestFinishFindsTasksByPrimaryKey(t *testing.T) {
 // history and then `pending` new ones in the default queue.
 func storeWithHistory(t *testing.T, ctx context.Context, pending int) *Store {
 	t.Helper()
-	s := newStore(t).(*Store)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t, ctx)
 	if _, err := s.pool.Exec(ctx, `INSERT INTO readpast_tasks (queue, body, state, finished_at)
 		SELECT 'default', 'SELECT 1', 'succeeded', now() FROM generate_series(1, 20000)`); err != nil {
 		t.Fatal(err)
