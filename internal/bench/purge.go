@@ -35,7 +35,7 @@ const (
 // running, then purges the history and its log rows with the retention every
 // node runs (logs.Retention, its defaults), while claiming all along.
 func purge(ctx context.Context, c Config) (*PurgeResult, error) {
-	r := &PurgeResult{Finished: c.PurgeHistory}
+	r := &PurgeResult{}
 	if err := pauseQueue(ctx, c.Store, purgeQueue, false); err != nil {
 		return nil, err
 	}
