@@ -35,11 +35,11 @@ const (
 // when no node of the benchmark runs.
 func depth(ctx context.Context, c Config) ([]DepthResult, error) {
 	s := c.Store
-	if err := pauseDepthQueue(ctx, s, false); err != nil {
+	if err := pauseQueue(ctx, s, depthQueue, false); err != nil {
 		return nil, err
 	}
 	defer func() {
-		if err := pauseDepthQueue(context.WithoutCancel(ctx), s, true); err != nil {
+		if err := pauseQueue(context.WithoutCancel(ctx), s, depthQueue, true); err != nil {
 			fmt.Fprintf(c.Progress, "depth: pausing %s again: %v\n", depthQueue, err)
 		}
 	}()
@@ -81,10 +81,6 @@ func depth(ctx context.Context, c Config) ([]DepthResult, error) {
 		}
 	}
 	return out, nil
-}
-
-func pauseDepthQueue(ctx context.Context, s queue.Store, paused bool) error {
-	return pauseQueue(ctx, s, depthQueue, paused)
 }
 
 // pauseQueue pauses or resumes queue q. The parts that keep pending tasks
@@ -139,7 +135,9 @@ func claimAndRelease(ctx context.Context, s queue.Store, q string, n int, check 
 // SQL: a million real finish transactions would take longer than the
 // measurement and leave the same rows. The finished counts the store keeps
 // beside the tasks (readpast_counts) are set to what the queue now holds, as
-// a finish would have kept them.
+// a finish would have kept them. It writes no log rows: the claim the depth
+// part measures never reads them (buildHistory writes them, for the parts
+// that read or purge the log).
 func addFinished(ctx context.Context, c Config, q string, n int) error {
 	if _, err := enqueueBulk(ctx, c.Store, n, queue.NewTask{Queue: q, Body: noop}); err != nil {
 		return err
@@ -152,16 +150,5 @@ func addFinished(ctx context.Context, c Config, q string, n int) error {
 		INSERT INTO readpast_counts (queue, state, n)
 		SELECT queue, state, count(*) FROM readpast_tasks
 		 WHERE queue = '%[2]s' AND state IN ('succeeded', 'failed', 'cancelled') GROUP BY queue, state;`, now, q), nil)
-	return err
-}
-
-// analyze brings the server's statistics of the tasks up to date after a
-// bulk load, as autovacuum (PostgreSQL), auto-update statistics (SQL Server)
-// or a node's next optimize (SQLite) would soon after: the measurement is of
-// a steady state, not of the minute after a million rows arrived at once.
-func analyze(ctx context.Context, c Config) error {
-	stmt := map[dialect.Dialect]string{dialect.Postgres: "ANALYZE readpast_tasks", dialect.SQLServer: "UPDATE STATISTICS dbo.readpast_tasks;",
-		dialect.SQLite: "ANALYZE"}[c.Dialect]
-	_, err := c.Target.Run(ctx, stmt, nil)
 	return err
 }

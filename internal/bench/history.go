@@ -84,7 +84,7 @@ func history(ctx context.Context, c Config) ([]HistoryResult, error) {
 				continue
 			}
 			fmt.Fprintf(c.Progress, "history: adding %d finished tasks\n", want-built)
-			if err := buildHistory(ctx, c, int(want-built)); err != nil {
+			if err := buildHistory(ctx, c, historyShape{prefix: historyQueuePrefix}, int(want-built)); err != nil {
 				return out, err
 			}
 			built = want

@@ -20,18 +20,32 @@ const historyChunk = 200_000
 // retention, the newest of it inside the throughput rollups' windows.
 const historyDays = 30
 
-// buildHistory adds n finished tasks to the history queues, each with its
+// historyShape says where built history goes: queues prefix0, 1 and 2, and
+// finishes spread over the historyDays days that ended endDaysAgo days ago.
+type historyShape struct {
+	prefix     string
+	endDaysAgo int
+}
+
+// buildHistory adds n finished tasks to the queues of h, each with its
 // execution-log row, in bulk SQL on the target (the store's own database): a
 // million real finish transactions would take longer than the measurement and
 // leave the same rows. In the same statements it adds to what the store keeps
 // beside the tasks, as finishes would have: the finished counts
 // (readpast_counts) and the throughput rollups of the attempts inside their
 // windows. Tasks are spread over the queues, one in a hundred failed, and
-// finish over the last historyDays days in id order.
-func buildHistory(ctx context.Context, c Config, n int) error {
+// finish over historyDays days in id order.
+func buildHistory(ctx context.Context, c Config, h historyShape, n int) error {
 	tmpl, ok := historySQL[c.Dialect]
 	if !ok {
 		return fmt.Errorf("building history: no bulk SQL for dialect %q", c.Dialect)
+	}
+	// The queues exist, as enqueues would have made them, and stay paused:
+	// they hold finished tasks only (the history part's also its live set).
+	for i := range historyQueues {
+		if err := pauseQueue(ctx, c.Store, fmt.Sprint(h.prefix, i), true); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	for done := 0; done < n; {
@@ -45,7 +59,7 @@ func buildHistory(ctx context.Context, c Config, n int) error {
 			after = newest[0].ID
 		}
 		r := strings.NewReplacer("{n}", fmt.Sprint(k), "{after}", fmt.Sprint(after), "{days}", fmt.Sprint(historyDays),
-			"{queues}", fmt.Sprint(len(historyQueues)), "{prefix}", historyQueuePrefix)
+			"{end}", fmt.Sprint(h.endDaysAgo), "{queues}", fmt.Sprint(len(historyQueues)), "{prefix}", h.prefix)
 		if _, err := c.Target.Run(ctx, r.Replace(tmpl), nil); err != nil {
 			return fmt.Errorf("building history: %w", err)
 		}
@@ -56,12 +70,18 @@ func buildHistory(ctx context.Context, c Config, n int) error {
 }
 
 // settle brings the planner's statistics up to date after a bulk load, as
-// autovacuum does on PostgreSQL within a minute of it, and writes the load's
-// pages out (a checkpoint) so that no measurement waits behind that. SQLite
-// keeps no statistics unless told to (the store never runs ANALYZE), so it
-// plans as it would in production.
+// autovacuum does on PostgreSQL within a minute of it (and writes the load's
+// pages out, a checkpoint, so that no measurement waits behind that) and
+// auto-update statistics on SQL Server: the measurement is of a steady state,
+// not of the minute after a million rows arrived at once. SQLite keeps no
+// statistics unless told to (the store never runs ANALYZE), so it plans as it
+// would in production.
 func settle(ctx context.Context, c Config) error {
-	if c.Dialect != dialect.Postgres {
+	switch c.Dialect {
+	case dialect.SQLServer:
+		_, err := c.Target.Run(ctx, "UPDATE STATISTICS dbo.readpast_tasks; UPDATE STATISTICS dbo.readpast_attempts;", nil)
+		return err
+	case dialect.SQLite:
 		return nil
 	}
 	conn, err := pgx.Connect(ctx, c.DSN)
@@ -81,7 +101,8 @@ func settle(ctx context.Context, c Config) error {
 }
 
 // historySQL writes {n} finished tasks with ids after {after}, into queues
-// {prefix}0 … {prefix}{queues-1}, with their log rows, counts and rollups.
+// {prefix}0 … {prefix}{queues-1}, finishing over the {days} days that ended
+// {end} days ago, with their log rows, counts and rollups.
 var historySQL = map[dialect.Dialect]string{
 	dialect.Postgres: `
 INSERT INTO readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error)
@@ -90,7 +111,7 @@ SELECT '{prefix}' || (g % {queues}), 'SELECT 1 -- history', f - interval '2 seco
        f - interval '2 seconds', f - interval '1 second', f,
        CASE WHEN g % 100 = 0 THEN 'bench: failed on purpose' END
   FROM generate_series(1, {n}) g
- CROSS JOIN LATERAL (SELECT now() - interval '{days} days' * (1 - g::float8 / {n}) AS f) t;
+ CROSS JOIN LATERAL (SELECT now() - interval '{end} days' - interval '{days} days' * (1 - g::float8 / {n}) AS f) t;
 INSERT INTO readpast_attempts (task_id, attempt, queue, node, worker, started_at, finished_at, duration_ms, outcome, error)
 SELECT id, 1, queue, 'bench', 'bench-w1', started_at, finished_at, 1000, state, coalesce(last_error, '')
   FROM readpast_tasks WHERE id > {after};
@@ -109,7 +130,7 @@ ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = tp.n + excluded.n, 
 INSERT INTO readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error)
 WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < {n}),
      t(g, f) AS (SELECT g, CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)
-                           - CAST({days} * 86400000000.0 * (1 - CAST(g AS REAL) / {n}) AS INTEGER) FROM s)
+                           - CAST(({end} + {days} * (1 - CAST(g AS REAL) / {n})) * 86400000000.0 AS INTEGER) FROM s)
 SELECT '{prefix}' || (g % {queues}), 'SELECT 1 -- history', f - 2000000,
        CASE WHEN g % 100 = 0 THEN 'failed' ELSE 'succeeded' END, 1,
        f - 2000000, f - 1000000, f,
@@ -135,7 +156,7 @@ ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = n + excluded.n, bus
 	dialect.SQLServer: `
 WITH s AS (SELECT TOP ({n}) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS g
              FROM sys.all_columns a CROSS JOIN sys.all_columns b),
-     t AS (SELECT g, DATEADD(second, -CAST({days} * 86400.0 * (1 - CAST(g AS float) / {n}) AS int), SYSUTCDATETIME()) AS f FROM s)
+     t AS (SELECT g, DATEADD(second, -CAST(({end} + {days} * (1 - CAST(g AS float) / {n})) * 86400.0 AS int), SYSUTCDATETIME()) AS f FROM s)
 INSERT INTO dbo.readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error)
 SELECT CONCAT(N'{prefix}', g % {queues}), N'SELECT 1 -- history', DATEADD(second, -2, f),
        CASE WHEN g % 100 = 0 THEN 'failed' ELSE 'succeeded' END, 1,

@@ -25,15 +25,20 @@ type PurgeResult struct {
 	ClaimsDuring int     `json:"claims_during"`
 }
 
-const (
-	purgeQueue   = "bench-purge"
-	purgeHistory = "bench-purge-history"
-)
+const purgeQueue = "bench-purge"
 
-// purge builds c.PurgeHistory finished tasks (in bulk, as the depth part's
-// history: keeping the finished counts), measures claims with nothing else
-// running, then purges the history and its log rows with the retention every
-// node runs (logs.Retention, its defaults), while claiming all along.
+// purgeHistory is where the purge part's history goes: finished over the
+// historyDays days that ended purgeAge + 1 day ago, so that a retention of
+// purgeAge takes it all and none of the other parts' finished tasks (the
+// history part's are at most historyDays old).
+var purgeHistory = historyShape{prefix: "bench-purge-history-", endDaysAgo: purgeAgeDays + 1}
+
+const purgeAgeDays = 2 * historyDays
+
+// purge builds c.PurgeHistory finished tasks with their log rows (in bulk, as
+// the history part's), measures claims with nothing else running, then
+// purges them with the retention every node runs (logs.Retention, its
+// defaults, at an age that takes exactly them), while claiming all along.
 func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 	r := &PurgeResult{}
 	if err := pauseQueue(ctx, c.Store, purgeQueue, false); err != nil {
@@ -50,10 +55,7 @@ func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 		}
 	}
 	fmt.Fprintf(c.Progress, "purge: adding %d finished tasks\n", c.PurgeHistory)
-	if err := addFinished(ctx, c, purgeHistory, c.PurgeHistory); err != nil {
-		return nil, err
-	}
-	if err := analyze(ctx, c); err != nil {
+	if err := buildHistory(ctx, c, purgeHistory, c.PurgeHistory); err != nil {
 		return nil, err
 	}
 	quiet, err := claimAndRelease(ctx, c.Store, purgeQueue, depthClaims, nil)
@@ -81,9 +83,9 @@ func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 			during = append(during, took...)
 		}
 	}()
-	// Ages of a nanosecond: everything finished before the purge starts.
-	ret := logs.Retention{Store: c.Store, LogAge: time.Nanosecond, TaskAge: time.Nanosecond}
-	before, err := finishedTasks(ctx, c.Store)
+	age := purgeAgeDays * 24 * time.Hour
+	ret := logs.Retention{Store: c.Store, LogAge: age, TaskAge: age}
+	before, err := finishedIn(ctx, c.Store, nil)
 	start := time.Now()
 	if err == nil {
 		r.Rows, err = ret.PurgeOnce(ctx)
@@ -97,11 +99,11 @@ func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 	if cerr != nil {
 		return nil, cerr
 	}
-	after, err := finishedTasks(ctx, c.Store)
+	after, err := finishedIn(ctx, c.Store, nil)
 	if err != nil {
 		return nil, err
 	}
-	r.Finished = int(before - after) // with whatever else had finished in the store
+	r.Finished = int(before - after)
 	sortDurations(during)
 	r.ClaimsDuring = len(during)
 	r.RowsPerSec = float64(r.Rows) / r.Seconds
@@ -110,14 +112,4 @@ func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 		r.P99VsQuiet = r.P99Purging / r.P99Quiet
 	}
 	return r, nil
-}
-
-// finishedTasks counts the finished tasks of every queue.
-func finishedTasks(ctx context.Context, s queue.Store) (int64, error) {
-	qs, err := s.Queues(ctx)
-	var n int64
-	for _, q := range qs {
-		n += q.Counts[queue.StateSucceeded] + q.Counts[queue.StateFailed] + q.Counts[queue.StateCancelled]
-	}
-	return n, err
 }

@@ -136,8 +136,14 @@ func queueCounts(ctx context.Context, s queue.Store, q string) (finished, unfini
 	}
 	for _, x := range qs {
 		if x.Name == q {
-			return x.Counts[queue.StateSucceeded] + x.Counts[queue.StateFailed],
-				x.Counts[queue.StatePending] + x.Counts[queue.StateRunning], nil
+			for st, n := range x.Counts {
+				if st.Finished() {
+					finished += n
+				} else {
+					unfinished += n
+				}
+			}
+			return finished, unfinished, nil
 		}
 	}
 	return 0, 0, nil

@@ -109,7 +109,6 @@ type env struct {
 	dialect dialect.Dialect
 	a, b    queue.Store
 	sc      *scratch
-	log     *slog.Logger
 }
 
 // probe is one guarantee's test; it may report several checks.
@@ -154,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 			err = fmt.Errorf("removing the scratch %s: %w", sc.where, cerr)
 		}
 	}()
-	e := &env{cfg: cfg, dialect: d, sc: sc, log: log}
+	e := &env{cfg: cfg, dialect: d, sc: sc}
 	opts := queue.Options{Logger: log}
 	if e.a, err = open.Store(ctx, sc.dsn, opts); err != nil {
 		return rep, fmt.Errorf("opening the store on the scratch: %w", err)
