@@ -53,9 +53,12 @@ func ValidQueueName(name string) bool {
 }
 
 // CheckQueueName returns a *ValidationError when name cannot name a queue.
-func CheckQueueName(field, name string) error {
+func CheckQueueName(field, name string) error { return checkName("queue", field, name) }
+
+// checkName checks a queue's or a schedule's name (kind) for field.
+func checkName(kind, field, name string) error {
 	if !ValidQueueName(name) {
-		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a queue name: use 1 to 64 letters, digits, '_', '.', ':' or '-', not only dots", name)}
+		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a %s name: use 1 to 64 letters, digits, '_', '.', ':' or '-', not only dots", name, kind)}
 	}
 	return nil
 }

@@ -254,12 +254,7 @@ type Fired struct {
 
 // CheckScheduleName returns a *ValidationError when name cannot name a
 // schedule. The rule is a queue name's: a schedule's name goes into URLs.
-func CheckScheduleName(field, name string) error {
-	if !ValidQueueName(name) {
-		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a schedule name: use 1 to 64 letters, digits, '_', '.', ':' or '-', not only dots", name)}
-	}
-	return nil
-}
+func CheckScheduleName(field, name string) error { return checkName("schedule", field, name) }
 
 // ScheduleCreatedBy is the created_by of the tasks a schedule's fires create.
 func ScheduleCreatedBy(name string) string { return "schedule:" + name }

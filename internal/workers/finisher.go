@@ -16,8 +16,9 @@ import (
 // the same way); when idle a batch is a single attempt and adds no delay.
 //
 // Once a batch is written (or given up) the finisher tells each pool which of
-// its leases ended, over the pool's ends channel: one message per pool per
-// batch, so the pool forgets them and may claim again.
+// its leases ended (endsReceiver.written: one call per pool per batch, which
+// never blocks), so the pool forgets them and may claim again. A pool busy in
+// a long claim therefore never holds up the ends of every other queue.
 type finisher struct {
 	lifecycle
 	store     Store
@@ -30,7 +31,13 @@ type finisher struct {
 type finishRequest struct {
 	a       queue.Attempt
 	release bool
-	ends    chan<- []queue.Lease // the pool's, told once the attempt is written or given up
+	to      endsReceiver // the pool's, told once the attempt is written or given up
+}
+
+// endsReceiver is told which of its leases the finisher wrote (or gave up).
+// written must not block: the node's one finisher calls it for every pool.
+type endsReceiver interface {
+	written(leases []queue.Lease)
 }
 
 // maxFinishBatch bounds one round trip.
@@ -41,10 +48,10 @@ func newFinisher(store Store, lease time.Duration, log *slog.Logger) *finisher {
 		in: make(chan finishRequest, maxFinishBatch)}
 }
 
-// submit hands the attempt over; its lease is sent on ends once it is written
-// (or given up). It waits only while maxFinishBatch attempts are queued.
-func (f *finisher) submit(a queue.Attempt, release bool, ends chan<- []queue.Lease) {
-	f.in <- finishRequest{a: a, release: release, ends: ends}
+// submit hands the attempt over; to is told its lease once it is written (or
+// given up). It waits only while maxFinishBatch attempts are queued.
+func (f *finisher) submit(a queue.Attempt, release bool, to endsReceiver) {
+	f.in <- finishRequest{a: a, release: release, to: to}
 }
 
 // Start writes batches until ctx ends or Stop, then writes what is still
@@ -97,12 +104,12 @@ func (f *finisher) write(batch []finishRequest) {
 	}
 	f.writeSome(fin, f.store.Finish)
 	f.writeSome(rel, f.store.Release)
-	ends := map[chan<- []queue.Lease][]queue.Lease{}
+	ends := map[endsReceiver][]queue.Lease{}
 	for _, r := range batch {
-		ends[r.ends] = append(ends[r.ends], r.a.Lease)
+		ends[r.to] = append(ends[r.to], r.a.Lease)
 	}
-	for ch, leases := range ends {
-		ch <- leases
+	for to, leases := range ends {
+		to.written(leases)
 	}
 }
 

@@ -20,13 +20,12 @@ import (
 // recorded by the node's finisher in a batch commit that the slot does not wait
 // for (River completes jobs the same way). Until that commit the task stays
 // leased and heartbeated here, in ending; the finisher says which leases it
-// wrote over the ends channel. At most size tasks may wait so, which bounds
+// wrote (written). At most size tasks may wait so, which bounds
 // what a slow store can pile up: then the pool stops claiming.
 type pool struct {
 	poolDeps
 	name string
-	wake chan struct{}      // a slot freed, an enqueue happened, or the settings changed
-	ends chan []queue.Lease // from the finisher: these ends are written (or given up)
+	wake chan struct{} // a slot freed, an end was written, an enqueue happened, or the settings changed
 
 	mu      sync.Mutex
 	size    int
@@ -49,14 +48,8 @@ type poolDeps struct {
 	log      *slog.Logger
 }
 
-// endsBuffer is how many written batches a pool's ends channel holds unread:
-// the finisher waits only when a pool is that far behind (its producer in a
-// long claim), and never on a pool that stopped, which reads until its last
-// end is in.
-const endsBuffer = 16
-
 func newPool(d poolDeps, name string) *pool {
-	return &pool{poolDeps: d, name: name, wake: make(chan struct{}, 1), ends: make(chan []queue.Lease, endsBuffer),
+	return &pool{poolDeps: d, name: name, wake: make(chan struct{}, 1),
 		running: map[int64]*execution{}, ending: map[queue.Lease]struct{}{}}
 }
 
@@ -97,7 +90,6 @@ func (p *pool) free() int {
 func (p *pool) produce(ctx, execCtx context.Context) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		p.collectEnds()
 		wait := p.poll
 		if free := p.free(); free > 0 {
 			began := time.Now()
@@ -125,41 +117,26 @@ func (p *pool) produce(ctx, execCtx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-p.wake:
-		case leases := <-p.ends:
-			p.forget(leases)
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
 	for p.outstanding() > 0 {
-		select {
-		case leases := <-p.ends:
-			p.forget(leases)
-		case <-p.wake:
-		}
+		<-p.wake // an end written pokes
 	}
 	p.execs.Wait()
 }
 
-// collectEnds forgets every end the finisher has reported so far.
-func (p *pool) collectEnds() {
-	for {
-		select {
-		case leases := <-p.ends:
-			p.forget(leases)
-		default:
-			return
-		}
-	}
-}
-
-// forget drops ends that are written; a full ending set may have held claims back.
-func (p *pool) forget(leases []queue.Lease) {
+// written forgets ends the finisher wrote (or gave up), and wakes the
+// producer: a full ending set may have held claims back, and a stopping pool
+// waits for its last end.
+func (p *pool) written(leases []queue.Lease) {
 	p.mu.Lock()
 	for _, l := range leases {
 		delete(p.ending, l)
 	}
 	p.mu.Unlock()
+	p.poke()
 }
 
 // outstanding counts the tasks claimed here whose end is not written yet.
@@ -199,7 +176,7 @@ func (p *pool) start(execCtx context.Context, t *queue.Task) {
 		p.slots[slot] = false
 		p.mu.Unlock()
 		if record {
-			p.finisher.submit(a, release, p.ends)
+			p.finisher.submit(a, release, p)
 		}
 		cancel(nil)
 		p.poke()

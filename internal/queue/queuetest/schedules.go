@@ -3,6 +3,7 @@ package queuetest
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -327,11 +328,9 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		require.Contains(t, firedIDs, mine[0].ID, "the second fire made the newest run")
 
 		claimed := b.claim(t, "lr", 10)
-		for _, c := range claimed {
-			if c.ID == got.LastTaskID {
-				b.finish(t, c, queue.OutcomeFailed, "boom")
-			}
-		}
+		i := slices.IndexFunc(claimed, func(c *queue.Task) bool { return c.ID == got.LastTaskID })
+		require.GreaterOrEqual(t, i, 0, "the latest run was claimed")
+		b.finish(t, claimed[i], queue.OutcomeFailed, "boom")
 		got, err = b.s.GetSchedule(b.ctx, "lr")
 		require.NoError(t, err)
 		require.Equal(t, queue.StatePending, got.LastTaskState, "a failed attempt with attempts left waits for its retry")
