@@ -108,6 +108,22 @@ var chainTests = map[string]func(*testing.T, Harness){
 		b.finish(t, again[0], queue.OutcomeSucceeded, "")
 		require.Equal(t, []int64{id[2]}, ids(b.claim(t, queue.DefaultQueue, 10)))
 	},
+	"a_reopened_delayed_stage_waits_for_its_time": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		id := b.enqueue(t,
+			queue.NewTask{Body: "SELECT 1", Chain: "d", Stage: 1, MaxAttempts: 1},
+			queue.NewTask{Body: "SELECT 1", Chain: "d", Stage: 2, Delay: time.Hour})
+		got := b.claim(t, queue.DefaultQueue, 10)
+		require.Equal(t, id[:1], ids(got))
+		b.finish(t, got[0], queue.OutcomeFailed, "boom")
+		require.Equal(t, queue.StateCancelled, b.get(t, id[1]).State, "the failure cancels stage 2")
+		require.NoError(t, b.s.Retry(b.ctx, id[0], "carol"))
+		again := b.claim(t, queue.DefaultQueue, 10)
+		require.Equal(t, id[:1], ids(again))
+		b.finish(t, again[0], queue.OutcomeSucceeded, "")
+		require.Empty(t, b.claim(t, queue.DefaultQueue, 10), "stage 2 is open but delayed an hour: not claimable yet")
+		require.Contains(t, b.get(t, id[1]).Why, "delayed", "and it says so")
+	},
 	"continue_on_failure_runs_later_stages": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		id := b.enqueue(t,

@@ -219,9 +219,11 @@ BEGIN
           AND x.chain_cancelled = 1
           AND x.stage > @stage;
 
+        -- A reopened stage keeps its available_at: one enqueued with a
+        -- delay is delayed again (the claim reads delayed alone).
         UPDATE t
         SET t.state           = 'pending',
-            t.delayed         = 0,
+            t.delayed         = CASE WHEN t.available_at > @now THEN 1 ELSE 0 END,
             t.retry_base      = t.attempts,
             t.chain_cancelled = 0,
             t.finished_at     = NULL,

@@ -139,17 +139,22 @@ FROM @src AS s
 WHERE s.chain IS NOT NULL
 GROUP BY s.chain;
 
+-- First every chain row, locked in one read (a second enqueuer of the same
+-- chains waits here, before it holds any of them); only then the flag, on
+-- rows already held. Locking the flagged chains first would let two
+-- enqueuers of chains A and B, one flagging B only, each hold one and wait
+-- for the other.
+UPDATE c
+SET c.continue_on_failure = CASE WHEN c.continue_on_failure = 1 OR x.continue_on_failure = 1 THEN 1 ELSE 0 END
+FROM @chains AS c
+JOIN dbo.readpast_chains AS x WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON x.name = c.name;
+
 UPDATE x
 SET x.continue_on_failure = 1
 FROM dbo.readpast_chains AS x WITH (UPDLOCK, ROWLOCK, FORCESEEK)
 JOIN @chains AS c ON c.name = x.name
 WHERE c.continue_on_failure = 1
   AND x.continue_on_failure = 0;
-
-UPDATE c
-SET c.continue_on_failure = x.continue_on_failure
-FROM @chains AS c
-JOIN dbo.readpast_chains AS x WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON x.name = c.name;
 
 UPDATE s
 SET s.continue_on_failure = c.continue_on_failure
