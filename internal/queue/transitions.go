@@ -149,15 +149,29 @@ func CheckGroupLimit(name string, maxRunning int) error {
 	return nil
 }
 
-// CheckList validates list parameters and returns the effective limit.
+// CheckList validates list parameters and returns the effective limit. A
+// filter that no queue, group, chain or schedule name can hold (a NUL,
+// invalid UTF-8) is refused: a store would fail on it rather than find
+// nothing.
 func CheckList(p ListParams) (int, error) {
 	if p.State != "" && !p.State.Valid() {
 		return 0, &ValidationError{Field: "state", Reason: fmt.Sprintf("%q is not one of pending, running, succeeded, failed, cancelled", p.State)}
+	}
+	if p.Queue != "" {
+		if err := CheckQueueName("queue", p.Queue); err != nil {
+			return 0, err
+		}
 	}
 	if p.Schedule != "" {
 		if err := CheckScheduleName("schedule", p.Schedule); err != nil {
 			return 0, err
 		}
+	}
+	if err := CheckName("group", p.Group); err != nil {
+		return 0, err
+	}
+	if err := CheckName("chain", p.Chain); err != nil {
+		return 0, err
 	}
 	switch {
 	case p.Limit == 0:

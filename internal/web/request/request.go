@@ -61,23 +61,3 @@ func IsPage(r *http.Request) bool {
 func WantsHTML(r *http.Request) bool {
 	return IsPage(r) && strings.Contains(r.Header.Get("Accept"), "text/html")
 }
-
-// CheckTaskFilter refuses a task list filter that no queue, group, chain or
-// schedule can match because no name can hold it (a NUL, invalid UTF-8): a
-// store would fail on it rather than find nothing.
-func CheckTaskFilter(p queue.ListParams) error {
-	if p.Queue != "" {
-		if err := queue.CheckQueueName("queue", p.Queue); err != nil {
-			return err
-		}
-	}
-	if p.Schedule != "" {
-		if err := queue.CheckScheduleName("schedule", p.Schedule); err != nil {
-			return err
-		}
-	}
-	if err := queue.CheckName("group", p.Group); err != nil {
-		return err
-	}
-	return queue.CheckName("chain", p.Chain)
-}

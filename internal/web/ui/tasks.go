@@ -10,7 +10,6 @@ import (
 
 	"readpast/internal/ops"
 	"readpast/internal/queue"
-	"readpast/internal/web/request"
 	"readpast/web/templates"
 )
 
@@ -77,7 +76,8 @@ func tasksParams(q url.Values) (queue.ListParams, error) {
 		}
 		p.Before = n
 	}
-	return p, request.CheckTaskFilter(p)
+	_, err := queue.CheckList(p)
+	return p, err
 }
 
 // tasksQuery is the filter as a query string (without the page cursor).
