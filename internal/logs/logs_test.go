@@ -162,11 +162,11 @@ func TestRetentionPurgesInBatches(t *testing.T) {
 }
 
 type countingPurge struct {
-	queue.LogStore
+	queue.Store
 	calls *int
 }
 
 func (c countingPurge) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
 	*c.calls++
-	return c.LogStore.PurgeAttempts(ctx, cutoff, batch)
+	return c.Store.PurgeAttempts(ctx, cutoff, batch)
 }

@@ -100,7 +100,7 @@ func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (in
 		return 0, err
 	}
 	var n int64
-	err := s.write(ctx, "purging finished tasks", func(ctx context.Context, tx *sql.Tx, _ int64) error {
+	err := s.writeUndurable(ctx, "purging finished tasks", func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		rows, err := tx.QueryContext(ctx, `DELETE FROM readpast_tasks WHERE id IN
 			(SELECT id FROM readpast_tasks INDEXED BY readpast_tasks_finished
 			  WHERE state IN ('succeeded','failed','cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)
@@ -137,7 +137,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 		return 0, err
 	}
 	var n int64
-	err := s.write(ctx, what, func(ctx context.Context, tx *sql.Tx, _ int64) error {
+	err := s.writeUndurable(ctx, what, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		r, err := tx.Exec(query, micros(cutoff), batch)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -144,6 +145,21 @@ func (s *Store) migrateDriver(ctx context.Context) (*msqlite.Sqlite, error) {
 // queue.Detached, so a write that has begun runs to its commit and its result
 // is read even when ctx ends meanwhile (a stopping node).
 func (s *Store) write(ctx context.Context, what string, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
+	return s.writeOn(ctx, what, true, fn)
+}
+
+// writeUndurable runs fn as write does, but its commit does not wait for the
+// disk (synchronous = NORMAL for this one transaction; WAL mode keeps the
+// file consistent, and a power loss may undo only the latest such commits).
+// Only for purges: a purge that a crash undoes is done again by the next, and
+// the fsync of each purge batch was most of the time it held the one writer
+// that claims wait for (docs/BENCHMARKS.md, "Claims behind a backlog, and
+// retention").
+func (s *Store) writeUndurable(ctx context.Context, what string, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
+	return s.writeOn(ctx, what, false, fn)
+}
+
+func (s *Store) writeOn(ctx context.Context, what string, durable bool, fn func(ctx context.Context, tx *sql.Tx, now int64) error) (err error) {
 	c, err := s.w.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: waiting for the writer: %w", what, err)
@@ -151,6 +167,19 @@ func (s *Store) write(ctx context.Context, what string, fn func(ctx context.Cont
 	defer c.Close()
 	dctx, cancel := queue.Detached(ctx)
 	defer cancel()
+	if !durable {
+		if _, err := c.ExecContext(dctx, "PRAGMA synchronous = NORMAL"); err != nil {
+			return fmt.Errorf("%s: relaxing synchronous: %w", what, err)
+		}
+		defer func() {
+			// Every other write must wait for the disk again; a connection
+			// that cannot be told so is thrown away (a new one starts FULL).
+			if _, rerr := c.ExecContext(dctx, "PRAGMA synchronous = FULL"); rerr != nil {
+				_ = c.Raw(func(any) error { return driver.ErrBadConn })
+				err = errors.Join(err, fmt.Errorf("%s: restoring synchronous: %w", what, rerr))
+			}
+		}()
+	}
 	tx, err := c.BeginTx(dctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: beginning transaction: %w", what, err)

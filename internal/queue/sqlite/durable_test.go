@@ -1,0 +1,41 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+)
+
+// A purge commits without waiting for the disk; every other write on the one
+// writer connection must wait for it again afterwards (synchronous FULL = 2).
+func TestPurgesLeaveTheWriterDurable(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), queue.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Migrate(ctx))
+	synchronous := func() int {
+		var v int
+		require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v))
+		return v
+	}
+	require.Equal(t, 2, synchronous(), "writes wait for the disk")
+	_, err = s.PurgeTasks(ctx, time.Now(), 100)
+	require.NoError(t, err)
+	require.Equal(t, 2, synchronous(), "after purging tasks")
+	_, err = s.PurgeAttempts(ctx, time.Now(), 100)
+	require.NoError(t, err)
+	require.Equal(t, 2, synchronous(), "after purging the log")
+	// A purge that fails inside its transaction restores it too.
+	_, err = s.PurgeTasks(ctx, time.Now(), queue.MaxPurgeBatch+1)
+	require.Error(t, err)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _ = s.PurgeTasks(cancelled, time.Now(), 100)
+	require.Equal(t, 2, synchronous(), "after a cancelled purge")
+}
