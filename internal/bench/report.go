@@ -23,6 +23,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "  node CPU per task\t%.1f µs\n", t.NodeCPUPerTaskUS)
 		fmt.Fprintf(tw, "  peak RSS\t%.0f MB\n", t.PeakRSSMB)
+		fmt.Fprintf(tw, "  batches\t%.1f tasks a claim, %.1f attempts a finish\n", t.TasksPerClaim, t.AttemptsPerFinish)
 	}
 	if l := r.Latency; l != nil {
 		fmt.Fprintf(tw, "latency\t%d tasks at %.0f/s, idle node, poll %.0f s\n", l.Tasks, l.RatePerSec, l.PollSeconds)

@@ -27,6 +27,10 @@ type ThroughputResult struct {
 	ServerCPUPerTaskUS float64 `json:"server_cpu_us_per_task,omitempty"`
 	NodeCPUPerTaskUS   float64 `json:"node_cpu_us_per_task"`
 	PeakRSSMB          float64 `json:"peak_rss_mb"`
+	// The hot path's batches while draining: tasks per claim call and
+	// attempts per finish call, over every queue of the nodes.
+	TasksPerClaim     float64 `json:"tasks_per_claim"`
+	AttemptsPerFinish float64 `json:"attempts_per_finish"`
 }
 
 const throughputQueue = "bench-throughput"
@@ -90,6 +94,8 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 		}
 	}
 	r.PeakRSSMB = peakRSSMB()
+	r.TasksPerClaim = ratio(counted.ClaimedTasks.Load(), counted.Claims.Load())
+	r.AttemptsPerFinish = ratio(counted.FinishedEnds.Load(), counted.Finishes.Load())
 	// The store must agree: every task of this run finished.
 	if done, _, err := queueCounts(ctx, s, throughputQueue); err != nil {
 		return nil, err
@@ -122,6 +128,14 @@ func serverCPU(ctx context.Context, c Config) func() time.Duration {
 		}
 		return t1 - t0
 	}
+}
+
+// ratio is n/d, 0 when d is.
+func ratio(n, d int64) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
 }
 
 // perTaskUS divides d over n tasks, in microseconds.

@@ -26,6 +26,10 @@ type Config struct {
 	LogRetention   time.Duration // execution-log rows older than this are purged; 0 keeps them
 	TaskRetention  time.Duration // finished tasks older than this are purged; 0 keeps them
 	RetentionEvery time.Duration // how often the purge runs (and once at start); default 1h
+	// AheadWait is how long a task claimed ahead waits for a worker before it
+	// is given back to run elsewhere (docs/WORKERS.md, "Claiming ahead");
+	// default 5s.
+	AheadWait time.Duration
 	// TargetIsStore says the target DSN is the store's, so transactional tasks can
 	// commit their body and completion together.
 	TargetIsStore bool
@@ -61,6 +65,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RetentionEvery == 0 {
 		c.RetentionEvery = time.Hour
 	}
+	if c.AheadWait == 0 {
+		c.AheadWait = 5 * time.Second
+	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
@@ -76,6 +83,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("workers: lease %s is below 300ms", c.Lease)
 	case c.Grace < 0:
 		return c, errors.New("workers: grace period is negative")
+	case c.AheadWait < 0:
+		return c, errors.New("workers: the wait for a task claimed ahead is negative")
 	case c.LogRetention < 0 || c.TaskRetention < 0 || c.RetentionEvery < 0:
 		return c, errors.New("workers: retention ages and interval cannot be negative")
 	}

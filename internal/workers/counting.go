@@ -14,6 +14,10 @@ import (
 // succeeded or failed for good. The idle-rate test and `readpast bench` read it.
 type StoreCalls struct {
 	Calls atomic.Int64
+	// The claims and finishes among Calls, and the tasks and attempts they
+	// carried: how large the hot path's batches are.
+	Claims, ClaimedTasks   atomic.Int64
+	Finishes, FinishedEnds atomic.Int64
 
 	mu       sync.Mutex
 	queueOf  map[int64]string // claimed and not yet ended
@@ -62,6 +66,10 @@ type countingStore struct {
 func (c *countingStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, error) {
 	c.n.Calls.Add(1)
 	tasks, err := c.Store.Claim(ctx, p)
+	if err == nil {
+		c.n.Claims.Add(1)
+		c.n.ClaimedTasks.Add(int64(len(tasks)))
+	}
 	c.n.claimed(tasks)
 	return tasks, err
 }
@@ -79,6 +87,10 @@ func (c *countingStore) SetSession(ctx context.Context, l queue.Lease, id string
 func (c *countingStore) Finish(ctx context.Context, a []queue.Attempt) ([]queue.FinishResult, error) {
 	c.n.Calls.Add(1)
 	res, err := c.Store.Finish(ctx, a)
+	if err == nil {
+		c.n.Finishes.Add(1)
+		c.n.FinishedEnds.Add(int64(len(a)))
+	}
 	c.n.ended(res)
 	return res, err
 }

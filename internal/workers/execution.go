@@ -15,11 +15,23 @@ var (
 	errCancelled = errors.New("cancelled by an operator")
 	errLeaseLost = errors.New("lease lost: another node took the task over")
 	errShutdown  = errors.New("released at shutdown")
+	// A task claimed ahead (pool) given back before its body started.
+	errGivenBack = errors.New("claimed ahead and given back unstarted: no worker freed in time (Config.AheadWait)")
+	errPaused    = errors.New("claimed ahead and given back unstarted: the queue was paused or its workers set to 0")
 )
 
-// execution is one running attempt on this node.
+// releases says whether an attempt stopped by cause gives its task back to
+// run again at once (Store.Release) rather than ending the attempt.
+func releases(cause error) bool {
+	return errors.Is(cause, errShutdown) || errors.Is(cause, errGivenBack) || errors.Is(cause, errPaused)
+}
+
+// execution is one attempt on this node: claimed, then running once it has a
+// slot (pool.grantLocked sets slot, worker and started, then closes granted).
 type execution struct {
 	task    *queue.Task
+	slot    int // -1 until granted
+	granted chan struct{}
 	worker  string
 	started time.Time
 	cancel  context.CancelCauseFunc
@@ -48,8 +60,8 @@ func outcome(ctx context.Context, runErr error) (queue.Outcome, string) {
 		return queue.OutcomeTimedOut, errTimedOut.Error()
 	case errors.Is(cause, errCancelled):
 		return queue.OutcomeCancelled, errCancelled.Error()
-	case errors.Is(cause, errShutdown):
-		return queue.OutcomeCancelled, errShutdown.Error()
+	case releases(cause):
+		return queue.OutcomeCancelled, cause.Error()
 	case runErr == nil:
 		return queue.OutcomeSucceeded, ""
 	}

@@ -81,7 +81,25 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 		x.log.Warn("stopped a task whose lease was lost", "task", t.ID)
 		return a, false, false
 	}
-	return a, errors.Is(context.Cause(ctx), errShutdown), true
+	return a, releases(context.Cause(ctx)), true
+}
+
+// unstarted returns the attempt left to record for a task stopped before its
+// body started (pool.await): nothing for a lost lease; an operator's cancel
+// ends it cancelled; given back (shutdown, pause, no slot in time), it is
+// released to run again at once.
+func (x *executor) unstarted(ctx context.Context, e *execution) (a queue.Attempt, release, record bool) {
+	t := e.task
+	now := time.Now()
+	a = queue.Attempt{Lease: t.Lease(), Node: x.nodeID, StartedAt: now, FinishedAt: now}
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errLeaseLost) {
+		return a, false, false
+	}
+	a.Outcome, a.Error = queue.OutcomeCancelled, cause.Error()
+	x.observer.Finished(t.Queue, a.Outcome, 0)
+	// Anything but an operator's cancel gives the task back.
+	return a, !errors.Is(cause, errCancelled), true
 }
 
 // showSession writes the session id of a task that runs long to its row.

@@ -2,9 +2,9 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -12,16 +12,24 @@ import (
 	"readpast/internal/queue"
 )
 
-// pool runs up to size executions of one queue. Its producer claims as many
-// tasks as it has free slots, in one round trip, so a worker never fetches work
-// it cannot start.
+// pool runs up to size executions of one queue. Its producer claims, in one
+// round trip, as many tasks as it has free slots, and while the queue has a
+// backlog also the tasks that will start within claimAhead (River's workers
+// wait for a connection the same way): such a task is claimed ahead and waits
+// in queued, in claim order, for the next free slot, so a slot that frees
+// starts its next body at once instead of a claim's round trip later, and a
+// claim takes a batch worth its round trip. How far ahead follows how long
+// the pool's bodies take (ahead): none for long bodies, which would hold
+// claimed tasks that another node could run. A task that waits longer than
+// aheadWait (Config.AheadWait), or whose queue is paused, is given back
+// (released) unstarted.
 //
 // A slot is free again as soon as its body has ended on the target; the end is
 // recorded by the node's finisher in a batch commit that the slot does not wait
 // for (River completes jobs the same way). Until that commit the task stays
 // leased and heartbeated here, in ending; the finisher says which leases it
-// wrote (written). At most size tasks may wait so, which bounds
-// what a slow store can pile up: then the pool stops claiming.
+// wrote (written). A pool stops claiming while maxEnding of its ends await
+// their record, which bounds what a slow store can pile up.
 type pool struct {
 	poolDeps
 	name string
@@ -30,11 +38,28 @@ type pool struct {
 	mu      sync.Mutex
 	size    int
 	paused  bool
-	running map[int64]*execution
+	running map[int64]*execution     // claimed here, not ended: bodies running, and the queued
+	queued  []*execution             // claimed ahead, waiting for a slot, in claim order
 	ending  map[queue.Lease]struct{} // bodies ended, end not yet recorded
 	slots   []bool                   // worker slot i busy; names workers "<queue>-w<i>"
+	bodies  int                      // executions holding a slot
+	backlog bool                     // the last claim got all it asked for: the queue has more
+	bodyAvg time.Duration            // moving average of the bodies' run time; 0 before the first
 	execs   sync.WaitGroup           // the executions' goroutines
 }
+
+const (
+	// claimAhead: while the queue has a backlog, the pool claims the tasks
+	// its slots will start within this time, by the average body, at most
+	// aheadPerSlot per slot.
+	claimAhead = 20 * time.Millisecond
+	// aheadPerSlot bounds the tasks claimed ahead, per slot.
+	aheadPerSlot = 2
+	// maxEnding: a pool whose ended tasks awaiting their record reach two
+	// full finish batches claims nothing until the finisher catches up, so a
+	// slow store does not pile up leases.
+	maxEnding = 2 * maxFinishBatch
+)
 
 // poolDeps is what every pool of a node shares.
 type poolDeps struct {
@@ -44,8 +69,11 @@ type poolDeps struct {
 	nodeID   string
 	poll     time.Duration
 	lease    time.Duration
-	observer Observer
-	log      *slog.Logger
+	// aheadWait: a task claimed ahead that has not started by then is given
+	// back, so a run of long bodies cannot hold it from other nodes.
+	aheadWait time.Duration
+	observer  Observer
+	log       *slog.Logger
 }
 
 func newPool(d poolDeps, name string) *pool {
@@ -60,42 +88,117 @@ func (p *pool) poke() {
 	}
 }
 
-// configure applies queue settings; growing or resuming claims at once.
+// configure applies queue settings; growing or resuming starts queued tasks
+// and claims at once, pausing gives the queued back.
 func (p *pool) configure(size int, paused bool) {
 	p.mu.Lock()
 	changed := size != p.size || paused != p.paused
 	p.size, p.paused = size, paused
+	if paused || size == 0 {
+		p.giveBackLocked(errPaused)
+	}
+	p.grantLocked()
 	p.mu.Unlock()
 	if changed {
 		p.poke()
 	}
 }
 
+// free counts the tasks a claim may take now: a task for every slot no body
+// holds and no queued task will take, and while the queue has a backlog, the
+// tasks the slots will start within claimAhead.
 func (p *pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.paused {
 		return 0
 	}
-	return max(0, min(p.size-len(p.running), 2*p.size-len(p.running)-len(p.ending)))
+	ahead := 0
+	if p.backlog && p.bodyAvg > 0 {
+		ahead = int(min(int64(aheadPerSlot*p.size), int64(p.size)*int64(claimAhead)/int64(p.bodyAvg)))
+	}
+	if len(p.ending) >= maxEnding {
+		return 0
+	}
+	return max(0, p.size+ahead-len(p.running))
+}
+
+// bodiesLocked counts the executions that hold a slot.
+func (p *pool) bodiesLocked() int { return p.bodies }
+
+// stopAheadLocked makes the pool claim nothing ahead until shorter bodies
+// bring the average down again: it sets the average past the point where
+// claimAhead covers one task for the pool's slots, with a margin of two, so
+// about five short bodies start claiming ahead again.
+func (p *pool) stopAheadLocked() {
+	p.bodyAvg = max(p.bodyAvg, 2*time.Duration(max(p.size, 1))*claimAhead)
+}
+
+// bodyTookLocked adds a body's run time to the moving average (an eighth).
+func (p *pool) bodyTookLocked(took time.Duration) {
+	if p.bodyAvg == 0 {
+		p.bodyAvg = took
+		return
+	}
+	p.bodyAvg += (took - p.bodyAvg) / 8
+}
+
+// freeSlotLocked gives e's slot back.
+func (p *pool) freeSlotLocked(e *execution) {
+	p.slots[e.slot] = false
+	p.bodies--
+	e.slot = -1
+}
+
+// grantLocked gives free slots to queued tasks, in claim order.
+func (p *pool) grantLocked() {
+	for len(p.queued) > 0 && !p.paused && p.bodiesLocked() < p.size {
+		e := p.queued[0]
+		p.queued[0] = nil
+		p.queued = p.queued[1:]
+		p.bodies++
+		slot := 0
+		for slot < len(p.slots) && p.slots[slot] {
+			slot++
+		}
+		if slot == len(p.slots) {
+			p.slots = append(p.slots, true)
+		}
+		p.slots[slot] = true
+		e.slot, e.worker, e.started = slot, fmt.Sprintf("%s-w%d", p.name, slot), time.Now()
+		close(e.granted)
+	}
+}
+
+// giveBackLocked stops every queued task with cause: each is released
+// unstarted (executor.unstarted).
+func (p *pool) giveBackLocked(cause error) {
+	for _, e := range p.queued {
+		e.cancel(cause)
+	}
 }
 
 // produce claims while ctx lives. A claim that filled every free slot is
 // followed by another as soon as a slot frees; an empty or partial claim waits
 // for a wake-up (local enqueue, NOTIFY, settings change) or the poll interval;
 // a store error backs off up to 30 s, so a node does not hammer a database
-// that is down. Once ctx ends it claims nothing more and returns when every
-// task it claimed has ended and its end is written (or given up): the node's
-// drain waits for that, and cancels the executions when the grace runs out.
+// that is down. Once ctx ends it claims nothing more, gives back what is
+// queued, and returns when every task it claimed has ended and its end is
+// written (or given up): the node's drain waits for that, and cancels the
+// executions when the grace runs out.
 func (p *pool) produce(ctx, execCtx context.Context) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		wait := p.poll
 		if free := p.free(); free > 0 {
 			began := time.Now()
+			limit := min(free, queue.MaxClaimLimit)
 			tasks, err := p.store.Claim(ctx, queue.ClaimParams{Queue: p.name, Owner: p.nodeID + "/" + p.name,
-				Limit: min(free, queue.MaxClaimLimit), LeaseDuration: p.lease})
+				Limit: limit, LeaseDuration: p.lease})
 			p.observer.Claimed(p.name, len(tasks), time.Since(began), err)
+			p.mu.Lock()
+			p.backlog = err == nil && len(tasks) == limit
+			p.mu.Unlock()
 			if err != nil {
 				if ctx.Err() != nil {
 					break
@@ -108,7 +211,7 @@ func (p *pool) produce(ctx, execCtx context.Context) {
 				for _, t := range tasks {
 					p.start(execCtx, t)
 				}
-				if len(tasks) == free {
+				if len(tasks) == limit {
 					continue // there may be more; the next claim finds out when slots free
 				}
 			}
@@ -121,6 +224,9 @@ func (p *pool) produce(ctx, execCtx context.Context) {
 		}
 		timer.Stop()
 	}
+	p.mu.Lock()
+	p.giveBackLocked(errShutdown)
+	p.mu.Unlock()
 	for p.outstanding() > 0 {
 		<-p.wake // an end written pokes
 	}
@@ -146,48 +252,108 @@ func (p *pool) outstanding() int {
 	return len(p.running) + len(p.ending)
 }
 
-// start runs one claimed task in its own goroutine, in a free worker slot.
+// start queues one claimed task for a slot, and runs it in its own goroutine
+// once it has one.
 func (p *pool) start(execCtx context.Context, t *queue.Task) {
 	ctx, cancel := context.WithCancelCause(execCtx)
-	e := &execution{task: t, started: time.Now(), cancel: cancel}
+	e := &execution{task: t, slot: -1, granted: make(chan struct{}), cancel: cancel}
 	p.mu.Lock()
-	slot := 0
-	for slot < len(p.slots) && p.slots[slot] {
-		slot++
-	}
-	if slot == len(p.slots) {
-		p.slots = append(p.slots, true)
-	}
-	p.slots[slot] = true
-	e.worker = fmt.Sprintf("%s-w%d", p.name, slot)
 	p.running[t.ID] = e
+	p.queued = append(p.queued, e)
+	if p.paused { // paused while the claim was in flight
+		e.cancel(errPaused)
+	}
+	p.grantLocked()
 	p.mu.Unlock()
 	p.execs.Add(1)
-	go func() {
-		defer p.execs.Done()
-		a, release, record := p.exec.run(ctx, e)
-		// The slot is free once the body ended; an end that awaits its record
-		// moves to ending first, before the finisher can have written it.
-		p.mu.Lock()
-		delete(p.running, t.ID)
-		if record {
-			p.ending[a.Lease] = struct{}{}
+	go p.execute(ctx, e)
+}
+
+// execute waits for the task's slot, runs its body, and hands its end to the
+// finisher; a task stopped or given back before it had a slot ends unstarted.
+func (p *pool) execute(ctx context.Context, e *execution) {
+	defer p.execs.Done()
+	var (
+		a               queue.Attempt
+		release, record bool
+	)
+	if p.await(ctx, e) {
+		a, release, record = p.exec.run(ctx, e)
+	} else {
+		a, release, record = p.exec.unstarted(ctx, e)
+	}
+	// The slot is free once the body ended; an end that awaits its record
+	// moves to ending first, before the finisher can have written it.
+	p.mu.Lock()
+	delete(p.running, e.task.ID)
+	if record {
+		p.ending[a.Lease] = struct{}{}
+	}
+	if e.slot >= 0 {
+		p.freeSlotLocked(e)
+		p.bodyTookLocked(time.Since(e.started))
+	}
+	p.grantLocked()
+	p.mu.Unlock()
+	if record {
+		p.finisher.submit(a, release, p)
+	}
+	e.cancel(nil)
+	p.poke()
+}
+
+// await waits until the task has a slot (true), or it is stopped or waited
+// aheadWait for one (false: it leaves with its cause, its body unstarted).
+func (p *pool) await(ctx context.Context, e *execution) bool {
+	select {
+	case <-e.granted:
+		if ctx.Err() == nil {
+			return true
 		}
-		p.slots[slot] = false
-		p.mu.Unlock()
-		if record {
-			p.finisher.submit(a, release, p)
+	default:
+		stale := time.NewTimer(p.aheadWait)
+		select {
+		case <-e.granted:
+		case <-ctx.Done():
+		case <-stale.C:
+			e.cancel(errGivenBack)
 		}
-		cancel(nil)
-		p.poke()
-	}()
+		stale.Stop()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-e.granted:
+		if ctx.Err() == nil {
+			return true
+		}
+		// Stopped as it got its slot (given back at shutdown, say): the slot
+		// goes to the next, the body does not start.
+		p.freeSlotLocked(e)
+		return false
+	default:
+	}
+	p.queued = slices.DeleteFunc(p.queued, func(q *execution) bool { return q == e })
+	if errors.Is(context.Cause(ctx), errGivenBack) {
+		// The bodies take longer than the average said (a run of long ones
+		// began): claim nothing ahead until shorter ones bring it down again,
+		// so a pool does not claim and give back the same tasks every second.
+		p.stopAheadLocked()
+	}
+	return false
 }
 
 // executions returns a snapshot of what runs now.
 func (p *pool) executions() []*execution {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Collect(maps.Values(p.running))
+	out := make([]*execution, 0, p.bodiesLocked())
+	for _, e := range p.running {
+		if e.slot >= 0 {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // leases returns every lease the pool holds: running bodies and ended ones
