@@ -86,13 +86,11 @@ func TestClaimsAheadBehindABacklogOfShortBodies(t *testing.T) {
 		}
 		ids := e.enqueue(t, tasks...)
 		rec := &claimLimits{Store: e.store}
-		n, err := New(rec, e.target, Config{NodeID: "n1", Poll: 50 * time.Millisecond, Logger: testLogger(t)})
+		n, err := New(rec, e.target, Config{NodeID: "n1", Poll: 50 * time.Millisecond, AheadFor: aheadFor, Logger: testLogger(t)})
 		require.NoError(t, err)
 		testenv.StartNode(t, n)
 		most := watchBodies(t, n, "ahead")
-		for _, id := range ids {
-			e.waitState(t, id, queue.StateSucceeded, 30*time.Second)
-		}
+		e.waitAll(t, ids, queue.StateSucceeded, 30*time.Second)
 		require.Greater(t, rec.most.Load(), int64(workers), "a claim behind the backlog takes more than the free slots")
 		require.LessOrEqual(t, most(), workers, "no more bodies at once than workers")
 		for _, id := range ids {
@@ -104,30 +102,61 @@ func TestClaimsAheadBehindABacklogOfShortBodies(t *testing.T) {
 	})
 }
 
+// claimedAheadOfALongBody sets up queue q of aheadWorkers workers with 30
+// short bodies (so the pool claims ahead), then as many bodies that run for
+// long, then next; it starts a node with cfg and returns once the long bodies
+// hold every slot and next is claimed ahead, waiting for one.
+func claimedAheadOfALongBody(t *testing.T, e env, q string, long time.Duration, next queue.NewTask, cfg Config) (n *Node, longIDs []int64, nextID int64) {
+	t.Helper()
+	body := sleepBody(t, e.dialect, long)
+	_, err := e.store.UpdateQueue(e.ctx, q, queue.QueueUpdate{Workers: intp(aheadWorkers), Actor: "test"})
+	require.NoError(t, err)
+	var tasks []queue.NewTask
+	for range 30 {
+		tasks = append(tasks, queue.NewTask{Body: "SELECT 1", Queue: q, Priority: intp(1)})
+	}
+	for range aheadWorkers {
+		tasks = append(tasks, queue.NewTask{Body: body, Queue: q, Priority: intp(2)})
+	}
+	next.Queue, next.Priority = q, intp(3)
+	ids := e.enqueue(t, append(tasks, next)...)
+	longIDs, nextID = ids[30:30+aheadWorkers], ids[30+aheadWorkers]
+	cfg.NodeID, cfg.Poll, cfg.AheadFor = "n1", 50*time.Millisecond, aheadFor
+	n, _ = e.startNode(t, cfg)
+	for _, id := range longIDs {
+		e.waitState(t, id, queue.StateRunning, 10*time.Second)
+	}
+	e.waitState(t, nextID, queue.StateRunning, 2*time.Second)
+	require.Equal(t, aheadWorkers, bodiesOf(n, q), "the task claimed ahead does not run")
+	return n, longIDs, nextID
+}
+
+// aheadWorkers: the slots of the pools these tests claim ahead in.
+const aheadWorkers = 4
+
+// aheadFor: claim ahead for a second of bodies, so that the short bodies of
+// these tests make the pool claim ahead however slow the machine runs them
+// (the race detector and SQLite's new connection a body can take tens of
+// milliseconds a body, past the default 20 ms).
+const aheadFor = time.Second
+
+// waitAll waits until every task of ids is in state want.
+func (e env) waitAll(t *testing.T, ids []int64, want queue.State, within time.Duration) {
+	t.Helper()
+	for _, id := range ids {
+		e.waitState(t, id, want, within)
+	}
+}
+
 // A task claimed ahead behind a body that runs long is given back unstarted
-// after Config.AheadWait (1 s here), once: the pool claims nothing ahead while its bodies
-// run long, so it does not claim and give back the same task again. An
-// operator's cancel of a task claimed ahead ends it without running it.
+// after Config.AheadWait (1 s here), once: the pool claims nothing ahead
+// while its bodies run long, so it does not claim and give back the same task
+// again.
 func TestTaskClaimedAheadOfALongBodyIsGivenBackOnce(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, e env) {
-		long := sleepBody(t, e.dialect, 5*time.Second)
-		_, err := e.store.UpdateQueue(e.ctx, "behind-long", queue.QueueUpdate{Workers: intp(1), Actor: "test"})
-		require.NoError(t, err)
-		var tasks []queue.NewTask
-		for range 30 {
-			tasks = append(tasks, queue.NewTask{Body: "SELECT 1", Queue: "behind-long", Priority: intp(1)})
-		}
-		tasks = append(tasks, queue.NewTask{Body: long, Queue: "behind-long", Priority: intp(2)},
-			queue.NewTask{Body: "SELECT 1", Queue: "behind-long", Priority: intp(3)})
-		ids := e.enqueue(t, tasks...)
-		longID, nextID := ids[30], ids[31]
-		n, _ := e.startNode(t, Config{NodeID: "n1", Poll: 50 * time.Millisecond, AheadWait: time.Second})
-		e.waitState(t, longID, queue.StateRunning, 10*time.Second)
-		// The short bodies before made the pool claim ahead: the next task is
-		// claimed while the long body holds the one slot, and does not run.
-		e.waitState(t, nextID, queue.StateRunning, 2*time.Second)
-		require.Equal(t, 1, bodiesOf(n, "behind-long"))
+		_, longIDs, nextID := claimedAheadOfALongBody(t, e, "behind-long", 5*time.Second,
+			queue.NewTask{Body: "SELECT 1"}, Config{AheadWait: time.Second})
 		// Given back after a second, pending again, and not claimed
 		// ahead again while the long body runs.
 		e.waitState(t, nextID, queue.StatePending, 3*time.Second)
@@ -136,7 +165,7 @@ func TestTaskClaimedAheadOfALongBodyIsGivenBackOnce(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, queue.StatePending, got.State, "claimed ahead again while the long body runs")
 		}
-		e.waitState(t, longID, queue.StateSucceeded, 15*time.Second)
+		e.waitAll(t, longIDs, queue.StateSucceeded, 15*time.Second)
 		e.waitState(t, nextID, queue.StateSucceeded, 10*time.Second)
 		recs, err := e.store.TaskAttempts(e.ctx, nextID)
 		require.NoError(t, err)
@@ -148,28 +177,16 @@ func TestTaskClaimedAheadOfALongBodyIsGivenBackOnce(t *testing.T) {
 }
 
 // A task claimed ahead that an operator cancels ends cancelled without its
-// body running; pausing the queue gives the tasks claimed ahead back.
-func TestTasksClaimedAheadAreCancelledOrGivenBackUnstarted(t *testing.T) {
+// body running.
+func TestCancelledTaskClaimedAheadEndsUnstarted(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, e env) {
-		long := sleepBody(t, e.dialect, 2*time.Second)
-		_, err := e.store.UpdateQueue(e.ctx, "ahead-stop", queue.QueueUpdate{Workers: intp(1), Actor: "test"})
-		require.NoError(t, err)
-		var tasks []queue.NewTask
-		for range 30 {
-			tasks = append(tasks, queue.NewTask{Body: "SELECT 1", Queue: "ahead-stop", Priority: intp(1)})
-		}
-		// The body that would show a cancelled task ran anyway: it fails.
-		tasks = append(tasks, queue.NewTask{Body: long, Queue: "ahead-stop", Priority: intp(2)},
-			queue.NewTask{Body: "SELECT * FROM must_not_run", Queue: "ahead-stop", Priority: intp(3), MaxAttempts: 1})
-		ids := e.enqueue(t, tasks...)
-		longID, cancelID := ids[30], ids[31]
-		// Long enough a wait that the task is still claimed ahead when the
-		// test cancels it, however slow the machine.
-		n, _ := e.startNode(t, Config{NodeID: "n1", Poll: 50 * time.Millisecond, AheadWait: time.Minute})
-		e.waitState(t, longID, queue.StateRunning, 10*time.Second)
-		e.waitState(t, cancelID, queue.StateRunning, 2*time.Second)
-		_, err = e.store.Cancel(e.ctx, cancelID, "test")
+		// Its body would fail (no such table), so its one attempt shows
+		// whether it ran. A wait long enough that the task is still claimed
+		// ahead when the test cancels it, however slow the machine.
+		n, longIDs, cancelID := claimedAheadOfALongBody(t, e, "ahead-stop", 2*time.Second,
+			queue.NewTask{Body: "SELECT * FROM must_not_run", MaxAttempts: 1}, Config{AheadWait: time.Minute})
+		_, err := e.store.Cancel(e.ctx, cancelID, "test")
 		require.NoError(t, err)
 		require.True(t, n.CancelTask(cancelID), "the task claimed ahead is on this node")
 		e.waitState(t, cancelID, queue.StateCancelled, 5*time.Second)
@@ -178,7 +195,7 @@ func TestTasksClaimedAheadAreCancelledOrGivenBackUnstarted(t *testing.T) {
 		require.Len(t, recs, 1)
 		require.Equal(t, queue.OutcomeCancelled, recs[0].Outcome)
 		require.NotContains(t, recs[0].Error, "must_not_run", "the body did not run")
-		e.waitState(t, longID, queue.StateSucceeded, 10*time.Second)
+		e.waitAll(t, longIDs, queue.StateSucceeded, 10*time.Second)
 	})
 }
 
@@ -187,21 +204,9 @@ func TestTasksClaimedAheadAreCancelledOrGivenBackUnstarted(t *testing.T) {
 func TestPauseGivesBackTasksClaimedAhead(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, e env) {
-		long := sleepBody(t, e.dialect, 3*time.Second)
-		_, err := e.store.UpdateQueue(e.ctx, "ahead-pause", queue.QueueUpdate{Workers: intp(1), Actor: "test"})
-		require.NoError(t, err)
-		var tasks []queue.NewTask
-		for range 30 {
-			tasks = append(tasks, queue.NewTask{Body: "SELECT 1", Queue: "ahead-pause", Priority: intp(1)})
-		}
-		tasks = append(tasks, queue.NewTask{Body: long, Queue: "ahead-pause", Priority: intp(2)},
-			queue.NewTask{Body: "SELECT 1", Queue: "ahead-pause", Priority: intp(3)})
-		ids := e.enqueue(t, tasks...)
-		longID, nextID := ids[30], ids[31]
-		e.startNode(t, Config{NodeID: "n1", Poll: 50 * time.Millisecond, SettingsEvery: 20 * time.Millisecond, AheadWait: time.Minute})
-		e.waitState(t, longID, queue.StateRunning, 10*time.Second)
-		e.waitState(t, nextID, queue.StateRunning, 2*time.Second)
-		_, err = e.store.UpdateQueue(e.ctx, "ahead-pause", queue.QueueUpdate{Paused: boolp(true), Actor: "test"})
+		_, longIDs, nextID := claimedAheadOfALongBody(t, e, "ahead-pause", 3*time.Second,
+			queue.NewTask{Body: "SELECT 1"}, Config{SettingsEvery: 20 * time.Millisecond, AheadWait: time.Minute})
+		_, err := e.store.UpdateQueue(e.ctx, "ahead-pause", queue.QueueUpdate{Paused: boolp(true), Actor: "test"})
 		require.NoError(t, err)
 		e.waitState(t, nextID, queue.StatePending, 5*time.Second)
 		recs, err := e.store.TaskAttempts(e.ctx, nextID)
@@ -210,7 +215,7 @@ func TestPauseGivesBackTasksClaimedAhead(t *testing.T) {
 		require.Equal(t, queue.OutcomeCancelled, recs[0].Outcome)
 		require.True(t, strings.HasPrefix(recs[0].Error, "claimed ahead and given back unstarted"), recs[0].Error)
 		require.Equal(t, errPaused.Error(), recs[0].Error, "given back for the pause")
-		e.waitState(t, longID, queue.StateSucceeded, 10*time.Second)
+		e.waitAll(t, longIDs, queue.StateSucceeded, 10*time.Second)
 		time.Sleep(300 * time.Millisecond)
 		got, err := e.store.Get(e.ctx, nextID)
 		require.NoError(t, err)
@@ -224,7 +229,7 @@ func TestPauseGivesBackTasksClaimedAhead(t *testing.T) {
 // short bodies start it again.
 func TestGivingBackStopsClaimingAheadAtAnySize(t *testing.T) {
 	for _, size := range []int{1, 8, 64, 500} {
-		p := newPool(poolDeps{}, "q")
+		p := newPool(poolDeps{aheadFor: 20 * time.Millisecond}, "q")
 		p.size, p.backlog, p.bodyAvg = size, true, time.Millisecond
 		require.Greater(t, p.free(), size, "size %d: short bodies behind a backlog claim ahead", size)
 		p.stopAheadLocked()

@@ -26,6 +26,11 @@ type Config struct {
 	LogRetention   time.Duration // execution-log rows older than this are purged; 0 keeps them
 	TaskRetention  time.Duration // finished tasks older than this are purged; 0 keeps them
 	RetentionEvery time.Duration // how often the purge runs (and once at start); default 1h
+	// AheadFor: behind a backlog a pool claims, besides its free slots, the
+	// tasks its slots will start within this time by its bodies' average
+	// run time, at most two per slot (docs/WORKERS.md, "Claiming ahead");
+	// default 20ms.
+	AheadFor time.Duration
 	// AheadWait is how long a task claimed ahead waits for a worker before it
 	// is given back to run elsewhere (docs/WORKERS.md, "Claiming ahead");
 	// default 5s.
@@ -65,6 +70,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RetentionEvery == 0 {
 		c.RetentionEvery = time.Hour
 	}
+	if c.AheadFor == 0 {
+		c.AheadFor = 20 * time.Millisecond
+	}
 	if c.AheadWait == 0 {
 		c.AheadWait = 5 * time.Second
 	}
@@ -83,8 +91,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("workers: lease %s is below 300ms", c.Lease)
 	case c.Grace < 0:
 		return c, errors.New("workers: grace period is negative")
-	case c.AheadWait < 0:
-		return c, errors.New("workers: the wait for a task claimed ahead is negative")
+	case c.AheadFor < 0 || c.AheadWait < 0:
+		return c, errors.New("workers: the time claimed ahead for, or a claimed task's wait, is negative")
 	case c.LogRetention < 0 || c.TaskRetention < 0 || c.RetentionEvery < 0:
 		return c, errors.New("workers: retention ages and interval cannot be negative")
 	}

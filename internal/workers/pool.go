@@ -14,7 +14,7 @@ import (
 
 // pool runs up to size executions of one queue. Its producer claims, in one
 // round trip, as many tasks as it has free slots, and while the queue has a
-// backlog also the tasks that will start within claimAhead (River's workers
+// backlog also the tasks that will start within aheadFor (River's workers
 // wait for a connection the same way): such a task is claimed ahead and waits
 // in queued, in claim order, for the next free slot, so a slot that frees
 // starts its next body at once instead of a claim's round trip later, and a
@@ -49,10 +49,6 @@ type pool struct {
 }
 
 const (
-	// claimAhead: while the queue has a backlog, the pool claims the tasks
-	// its slots will start within this time, by the average body, at most
-	// aheadPerSlot per slot.
-	claimAhead = 20 * time.Millisecond
 	// aheadPerSlot bounds the tasks claimed ahead, per slot.
 	aheadPerSlot = 2
 	// maxEnding: a pool whose ended tasks awaiting their record reach two
@@ -69,6 +65,10 @@ type poolDeps struct {
 	nodeID   string
 	poll     time.Duration
 	lease    time.Duration
+	// aheadFor: while the queue has a backlog, the pool claims the tasks its
+	// slots will start within this time, by the average body, at most
+	// aheadPerSlot per slot.
+	aheadFor time.Duration
 	// aheadWait: a task claimed ahead that has not started by then is given
 	// back, so a run of long bodies cannot hold it from other nodes.
 	aheadWait time.Duration
@@ -106,7 +106,7 @@ func (p *pool) configure(size int, paused bool) {
 
 // free counts the tasks a claim may take now: a task for every slot no body
 // holds and no queued task will take, and while the queue has a backlog, the
-// tasks the slots will start within claimAhead.
+// tasks the slots will start within aheadFor.
 func (p *pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -115,7 +115,7 @@ func (p *pool) free() int {
 	}
 	ahead := 0
 	if p.backlog && p.bodyAvg > 0 {
-		ahead = int(min(int64(aheadPerSlot*p.size), int64(p.size)*int64(claimAhead)/int64(p.bodyAvg)))
+		ahead = int(min(int64(aheadPerSlot*p.size), int64(p.size)*int64(p.aheadFor)/int64(p.bodyAvg)))
 	}
 	if len(p.ending) >= maxEnding {
 		return 0
@@ -128,10 +128,10 @@ func (p *pool) bodiesLocked() int { return p.bodies }
 
 // stopAheadLocked makes the pool claim nothing ahead until shorter bodies
 // bring the average down again: it sets the average past the point where
-// claimAhead covers one task for the pool's slots, with a margin of two, so
+// aheadFor covers one task for the pool's slots, with a margin of two, so
 // about five short bodies start claiming ahead again.
 func (p *pool) stopAheadLocked() {
-	p.bodyAvg = max(p.bodyAvg, 2*time.Duration(max(p.size, 1))*claimAhead)
+	p.bodyAvg = max(p.bodyAvg, 2*time.Duration(max(p.size, 1))*p.aheadFor)
 }
 
 // bodyTookLocked adds a body's run time to the moving average (an eighth).
