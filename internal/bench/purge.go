@@ -35,9 +35,10 @@ var purgeHistory = historyShape{prefix: "bench-purge-history-", endDaysAgo: purg
 
 const purgeAgeDays = 2 * historyDays
 
-// purgeQuietClaims are timed before the purge: enough that the p99 is not one
-// slow claim (of 500, the 5th slowest moved from 0.65 to 3.4 ms between two
-// SQLite runs of the same build).
+// purgeQuietClaims are timed before a purge of 1M tasks: enough that the p99
+// is not one slow claim (of 500, the 5th slowest moved from 0.65 to 3.4 ms
+// between two SQLite runs of the same build). A smaller purge (the tests')
+// times one for every 100 tasks it purges, at least depthClaims.
 const purgeQuietClaims = 10000
 
 // purge builds c.PurgeHistory finished tasks with their log rows (in bulk, as
@@ -63,7 +64,7 @@ func purge(ctx context.Context, c Config) (*PurgeResult, error) {
 	if err := buildHistory(ctx, c, purgeHistory, c.PurgeHistory); err != nil {
 		return nil, err
 	}
-	quiet, err := claimAndRelease(ctx, c.Store, purgeQueue, purgeQuietClaims, nil)
+	quiet, err := claimAndRelease(ctx, c.Store, purgeQueue, min(purgeQuietClaims, max(depthClaims, c.PurgeHistory/100)), nil)
 	if err != nil {
 		return nil, err
 	}
