@@ -178,8 +178,8 @@ func (p *pool) giveBackLocked(cause error) {
 	}
 }
 
-// produce claims while ctx lives. A claim that filled every free slot is
-// followed by another as soon as a slot frees; an empty or partial claim waits
+// produce claims while ctx lives. A claim that got every task it asked for
+// (free) is followed by another as soon as there is room again; an empty or partial claim waits
 // for a wake-up (local enqueue, NOTIFY, settings change) or the poll interval;
 // a store error backs off up to 30 s, so a node does not hammer a database
 // that is down. Once ctx ends it claims nothing more, gives back what is
@@ -356,8 +356,8 @@ func (p *pool) executions() []*execution {
 	return out
 }
 
-// leases returns every lease the pool holds: running bodies and ended ones
-// whose end is not recorded yet.
+// leases returns every lease the pool holds: running bodies, tasks claimed
+// ahead, and ended ones whose end is not recorded yet.
 func (p *pool) leases() []queue.Lease {
 	p.mu.Lock()
 	defer p.mu.Unlock()
