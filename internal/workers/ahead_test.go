@@ -30,16 +30,6 @@ func (c *claimLimits) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.
 	return c.Store.Claim(ctx, p)
 }
 
-// bodiesOf returns how many bodies of queue q run on node n now.
-func bodiesOf(n *Node, q string) int {
-	for _, p := range n.Snapshot().Pools {
-		if p.Queue == q {
-			return p.Running
-		}
-	}
-	return 0
-}
-
 // watchBodies samples the bodies running on n for q until the test ends and
 // returns the most it saw.
 func watchBodies(t *testing.T, n *Node, q string) func() int {
@@ -106,7 +96,7 @@ func TestClaimsAheadBehindABacklogOfShortBodies(t *testing.T) {
 // short bodies (so the pool claims ahead), then as many bodies that run for
 // long, then next; it starts a node with cfg and returns once the long bodies
 // hold every slot and next is claimed ahead, waiting for one.
-func claimedAheadOfALongBody(t *testing.T, e env, q string, long time.Duration, next queue.NewTask, cfg Config) (n *Node, longIDs []int64, nextID int64) {
+func claimedAheadOfALongBody(t *testing.T, e env, q string, long time.Duration, next queue.NewTask, cfg Config) (n *Node, stop func(), longIDs []int64, nextID int64) {
 	t.Helper()
 	body := sleepBody(t, e.dialect, long)
 	_, err := e.store.UpdateQueue(e.ctx, q, queue.QueueUpdate{Workers: intp(aheadWorkers), Actor: "test"})
@@ -122,13 +112,13 @@ func claimedAheadOfALongBody(t *testing.T, e env, q string, long time.Duration, 
 	ids := e.enqueue(t, append(tasks, next)...)
 	longIDs, nextID = ids[30:30+aheadWorkers], ids[30+aheadWorkers]
 	cfg.NodeID, cfg.Poll, cfg.AheadFor = "n1", 50*time.Millisecond, aheadFor
-	n, _ = e.startNode(t, cfg)
+	n, stop = e.startNode(t, cfg)
 	for _, id := range longIDs {
 		e.waitState(t, id, queue.StateRunning, 10*time.Second)
 	}
 	e.waitState(t, nextID, queue.StateRunning, 2*time.Second)
 	require.Equal(t, aheadWorkers, bodiesOf(n, q), "the task claimed ahead does not run")
-	return n, longIDs, nextID
+	return n, stop, longIDs, nextID
 }
 
 // aheadWorkers: the slots of the pools these tests claim ahead in.
@@ -140,14 +130,6 @@ const aheadWorkers = 4
 // milliseconds a body, past the default 20 ms).
 const aheadFor = time.Second
 
-// waitAll waits until every task of ids is in state want.
-func (e env) waitAll(t *testing.T, ids []int64, want queue.State, within time.Duration) {
-	t.Helper()
-	for _, id := range ids {
-		e.waitState(t, id, want, within)
-	}
-}
-
 // A task claimed ahead behind a body that runs long is given back unstarted
 // after Config.AheadWait (1 s here), once: the pool claims nothing ahead
 // while its bodies run long, so it does not claim and give back the same task
@@ -155,7 +137,7 @@ func (e env) waitAll(t *testing.T, ids []int64, want queue.State, within time.Du
 func TestTaskClaimedAheadOfALongBodyIsGivenBackOnce(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, e env) {
-		_, longIDs, nextID := claimedAheadOfALongBody(t, e, "behind-long", 5*time.Second,
+		_, _, longIDs, nextID := claimedAheadOfALongBody(t, e, "behind-long", 5*time.Second,
 			queue.NewTask{Body: "SELECT 1"}, Config{AheadWait: time.Second})
 		// Given back after a second, pending again, and not claimed
 		// ahead again while the long body runs.
@@ -184,7 +166,7 @@ func TestCancelledTaskClaimedAheadEndsUnstarted(t *testing.T) {
 		// Its body would fail (no such table), so its one attempt shows
 		// whether it ran. A wait long enough that the task is still claimed
 		// ahead when the test cancels it, however slow the machine.
-		n, longIDs, cancelID := claimedAheadOfALongBody(t, e, "ahead-stop", 2*time.Second,
+		n, _, longIDs, cancelID := claimedAheadOfALongBody(t, e, "ahead-stop", 2*time.Second,
 			queue.NewTask{Body: "SELECT * FROM must_not_run", MaxAttempts: 1}, Config{AheadWait: time.Minute})
 		_, err := e.store.Cancel(e.ctx, cancelID, "test")
 		require.NoError(t, err)
@@ -199,27 +181,62 @@ func TestCancelledTaskClaimedAheadEndsUnstarted(t *testing.T) {
 	})
 }
 
-// Pausing gives back what is claimed ahead at once: it is pending, and a
-// paused queue starts nothing.
+// Pausing the queue, or setting its workers to 0, gives back what is claimed
+// ahead at once: it is pending, and the stopped queue starts nothing.
 func TestPauseGivesBackTasksClaimedAhead(t *testing.T) {
 	t.Parallel()
 	dialects(t, func(t *testing.T, e env) {
-		_, longIDs, nextID := claimedAheadOfALongBody(t, e, "ahead-pause", 3*time.Second,
-			queue.NewTask{Body: "SELECT 1"}, Config{SettingsEvery: 20 * time.Millisecond, AheadWait: time.Minute})
-		_, err := e.store.UpdateQueue(e.ctx, "ahead-pause", queue.QueueUpdate{Paused: boolp(true), Actor: "test"})
-		require.NoError(t, err)
-		e.waitState(t, nextID, queue.StatePending, 5*time.Second)
+		for _, stop := range []struct {
+			name   string
+			update queue.QueueUpdate
+		}{
+			{"ahead-pause", queue.QueueUpdate{Paused: boolp(true), Actor: "test"}},
+			{"ahead-zero", queue.QueueUpdate{Workers: intp(0), Actor: "test"}},
+		} {
+			t.Run(stop.name, func(t *testing.T) {
+				_, _, longIDs, nextID := claimedAheadOfALongBody(t, e, stop.name, 3*time.Second,
+					queue.NewTask{Body: "SELECT 1"}, Config{SettingsEvery: 20 * time.Millisecond, AheadWait: time.Minute})
+				_, err := e.store.UpdateQueue(e.ctx, stop.name, stop.update)
+				require.NoError(t, err)
+				e.waitState(t, nextID, queue.StatePending, 5*time.Second)
+				recs, err := e.store.TaskAttempts(e.ctx, nextID)
+				require.NoError(t, err)
+				require.Len(t, recs, 1)
+				require.Equal(t, queue.OutcomeCancelled, recs[0].Outcome)
+				require.True(t, strings.HasPrefix(recs[0].Error, "claimed ahead and given back unstarted"), recs[0].Error)
+				require.Equal(t, errPaused.Error(), recs[0].Error, "given back for the pause")
+				e.waitAll(t, longIDs, queue.StateSucceeded, 10*time.Second)
+				time.Sleep(300 * time.Millisecond)
+				got, err := e.store.Get(e.ctx, nextID)
+				require.NoError(t, err)
+				require.Equal(t, queue.StatePending, got.State, "a paused queue starts nothing")
+			})
+		}
+	})
+}
+
+// A node that stops gives back what it claimed ahead at once, released to
+// run elsewhere, while its running bodies finish within the grace.
+func TestShutdownGivesBackTasksClaimedAheadAtOnce(t *testing.T) {
+	t.Parallel()
+	dialects(t, func(t *testing.T, e env) {
+		_, stop, longIDs, nextID := claimedAheadOfALongBody(t, e, "ahead-shutdown", 3*time.Second,
+			queue.NewTask{Body: "SELECT 1"}, Config{AheadWait: time.Minute})
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); stop() }()
+		e.waitState(t, nextID, queue.StatePending, 2*time.Second)
 		recs, err := e.store.TaskAttempts(e.ctx, nextID)
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
 		require.Equal(t, queue.OutcomeCancelled, recs[0].Outcome)
-		require.True(t, strings.HasPrefix(recs[0].Error, "claimed ahead and given back unstarted"), recs[0].Error)
-		require.Equal(t, errPaused.Error(), recs[0].Error, "given back for the pause")
-		e.waitAll(t, longIDs, queue.StateSucceeded, 10*time.Second)
-		time.Sleep(300 * time.Millisecond)
-		got, err := e.store.Get(e.ctx, nextID)
-		require.NoError(t, err)
-		require.Equal(t, queue.StatePending, got.State, "a paused queue starts nothing")
+		require.Equal(t, errShutdown.Error(), recs[0].Error)
+		for _, id := range longIDs {
+			got, err := e.store.Get(e.ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, queue.StateRunning, got.State, "the long bodies still run in the grace")
+		}
+		<-stopped
+		e.waitAll(t, longIDs, queue.StateSucceeded, time.Second)
 	})
 }
 
@@ -239,4 +256,17 @@ func TestGivingBackStopsClaimingAheadAtAnySize(t *testing.T) {
 		}
 		require.Greater(t, p.free(), size, "size %d: ten short bodies claim ahead again", size)
 	}
+}
+
+// A pool whose ended tasks awaiting their record reach maxEnding claims
+// nothing, whatever room its slots have, until the finisher writes them.
+func TestPoolStopsClaimingWhileItsEndsAwaitTheirRecord(t *testing.T) {
+	p := newPool(poolDeps{aheadFor: 20 * time.Millisecond}, "q")
+	p.size = 4
+	for i := range maxEnding {
+		p.ending[queue.Lease{TaskID: int64(i + 1), Token: 1}] = struct{}{}
+	}
+	require.Zero(t, p.free())
+	p.written([]queue.Lease{{TaskID: 1, Token: 1}})
+	require.Equal(t, 4, p.free())
 }

@@ -72,3 +72,21 @@ func (e env) waitState(t *testing.T, id int64, want queue.State, within time.Dur
 	}, within, 20*time.Millisecond, "task %d did not reach %s within %s (last: %+v)", id, want, within, got)
 	return got
 }
+
+// waitAll waits until every task of ids is in state want.
+func (e env) waitAll(t *testing.T, ids []int64, want queue.State, within time.Duration) {
+	t.Helper()
+	for _, id := range ids {
+		e.waitState(t, id, want, within)
+	}
+}
+
+// bodiesOf returns how many bodies of queue q run on node n now.
+func bodiesOf(n *Node, q string) int {
+	for _, p := range n.Snapshot().Pools {
+		if p.Queue == q {
+			return p.Running
+		}
+	}
+	return 0
+}

@@ -96,11 +96,14 @@ func (x *executor) unstarted(ctx context.Context, e *execution) (a queue.Attempt
 	if errors.Is(cause, errLeaseLost) {
 		return a, false, false
 	}
-	a.Outcome, a.Error = queue.OutcomeCancelled, cause.Error()
+	a.Outcome, a.Error = outcome(ctx, errNotStarted)
 	x.observer.Finished(t.Queue, a.Outcome, 0)
-	// Anything but an operator's cancel gives the task back.
-	return a, !errors.Is(cause, errCancelled), true
+	return a, releases(cause), true
 }
+
+// errNotStarted is the error of a task stopped before its body started for
+// a cause outcome does not name (none is expected: every stop names one).
+var errNotStarted = errors.New("stopped before its body started")
 
 // showSession writes the session id of a task that runs long to its row.
 func (x *executor) showSession(ctx context.Context, e *execution) {

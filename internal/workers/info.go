@@ -34,7 +34,7 @@ func (n *Node) Snapshot() NodeInfo {
 	var info NodeInfo
 	for _, p := range n.pools.list() {
 		p.mu.Lock()
-		pi := PoolInfo{Queue: p.name, Size: p.size, Paused: p.paused, Running: p.bodiesLocked(), Busy: []WorkerInfo{}}
+		pi := PoolInfo{Queue: p.name, Size: p.size, Paused: p.paused, Running: p.bodies, Busy: []WorkerInfo{}}
 		p.mu.Unlock()
 		for _, e := range p.executions() {
 			pi.Busy = append(pi.Busy, WorkerInfo{Worker: e.worker, Queue: p.name, TaskID: e.task.ID, SessionID: e.sessionID(), StartedAt: e.started})

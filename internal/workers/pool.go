@@ -94,7 +94,7 @@ func (p *pool) configure(size int, paused bool) {
 	p.mu.Lock()
 	changed := size != p.size || paused != p.paused
 	p.size, p.paused = size, paused
-	if paused || size == 0 {
+	if p.stoppedLocked() {
 		p.giveBackLocked(errPaused)
 	}
 	p.grantLocked()
@@ -103,6 +103,9 @@ func (p *pool) configure(size int, paused bool) {
 		p.poke()
 	}
 }
+
+// stoppedLocked says the queue runs nothing new here: paused, or no workers.
+func (p *pool) stoppedLocked() bool { return p.paused || p.size == 0 }
 
 // free counts the tasks a claim may take now: a task for every slot no body
 // holds and no queued task will take, and while the queue has a backlog, the
@@ -122,9 +125,6 @@ func (p *pool) free() int {
 	}
 	return max(0, p.size+ahead-len(p.running))
 }
-
-// bodiesLocked counts the executions that hold a slot.
-func (p *pool) bodiesLocked() int { return p.bodies }
 
 // stopAheadLocked makes the pool claim nothing ahead until shorter bodies
 // bring the average down again: it sets the average past the point where
@@ -152,7 +152,7 @@ func (p *pool) freeSlotLocked(e *execution) {
 
 // grantLocked gives free slots to queued tasks, in claim order.
 func (p *pool) grantLocked() {
-	for len(p.queued) > 0 && !p.paused && p.bodiesLocked() < p.size {
+	for len(p.queued) > 0 && !p.paused && p.bodies < p.size {
 		e := p.queued[0]
 		p.queued[0] = nil
 		p.queued = p.queued[1:]
@@ -179,10 +179,10 @@ func (p *pool) giveBackLocked(cause error) {
 }
 
 // produce claims while ctx lives. A claim that got every task it asked for
-// (free) is followed by another as soon as there is room again; an empty or partial claim waits
-// for a wake-up (local enqueue, NOTIFY, settings change) or the poll interval;
-// a store error backs off up to 30 s, so a node does not hammer a database
-// that is down. Once ctx ends it claims nothing more, gives back what is
+// (free) is followed by another as soon as there is room again; an empty or
+// partial claim waits for a wake-up (local enqueue, NOTIFY, settings change)
+// or the poll interval; a store error backs off up to 30 s, so a node does
+// not hammer a database that is down. Once ctx ends it claims nothing more, gives back what is
 // queued, and returns when every task it claimed has ended and its end is
 // written (or given up): the node's drain waits for that, and cancels the
 // executions when the grace runs out.
@@ -260,7 +260,7 @@ func (p *pool) start(execCtx context.Context, t *queue.Task) {
 	p.mu.Lock()
 	p.running[t.ID] = e
 	p.queued = append(p.queued, e)
-	if p.paused { // paused while the claim was in flight
+	if p.stoppedLocked() { // paused or stopped while the claim was in flight
 		e.cancel(errPaused)
 	}
 	p.grantLocked()
@@ -347,7 +347,7 @@ func (p *pool) await(ctx context.Context, e *execution) bool {
 func (p *pool) executions() []*execution {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]*execution, 0, p.bodiesLocked())
+	out := make([]*execution, 0, p.bodies)
 	for _, e := range p.running {
 		if e.slot >= 0 {
 			out = append(out, e)

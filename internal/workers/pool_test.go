@@ -52,14 +52,7 @@ func TestSettingsApplyOnEveryNode(t *testing.T) {
 		a, _ := e.startNode(t, cfg)
 		cfg.NodeID = "b"
 		b, _ := e.startNode(t, cfg)
-		busy := func(n *Node) int {
-			for _, p := range n.Snapshot().Pools {
-				if p.Queue == "shared" {
-					return p.Running
-				}
-			}
-			return 0
-		}
+		busy := func(n *Node) int { return bodiesOf(n, "shared") }
 		// workers = 1 per node: never more than one each.
 		for end := time.Now().Add(700 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 			require.LessOrEqual(t, busy(a), 1)
