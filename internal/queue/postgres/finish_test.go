@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+)
+
+// A finish locks its tasks in id order whatever the order of its attempts, as
+// every writer of several task rows does (migration 000001, "Lock order"): a
+// heartbeat of the same node locks them in that order too, and two writers
+// that lock in different orders can deadlock. The finish's one UPDATE takes
+// its locks as its join reads the tasks (migration 000011). Here the attempts
+// come in descending id order, the lowest id's row is last in the table, and
+// another transaction holds the highest id: a finish in id order holds the
+// lowest one while it waits; one that locked in the attempts' order, or in
+// the table's, would wait without it.
+func TestFinishLocksTasksInIDOrder(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := migratedStore(t, ctx)
+	_, err := s.Enqueue(ctx, []queue.NewTask{{Queue: "order", Body: "SELECT 1"}, {Queue: "order", Body: "SELECT 1"}, {Queue: "order", Body: "SELECT 1"}})
+	require.NoError(t, err)
+	claimed, err := s.Claim(ctx, queue.ClaimParams{Queue: "order", Owner: "n1/w1", Limit: 3, LeaseDuration: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 3)
+	lowest, highest := claimed[0].ID, claimed[2].ID
+	require.Less(t, lowest, highest)
+	// The lowest id's row version goes last in the table, so that reading the
+	// table in its physical order is not id order either.
+	_, err = s.pool.Exec(ctx, `UPDATE readpast_tasks SET body = body WHERE id = $1`, lowest)
+	require.NoError(t, err)
+
+	holder, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(context.Background()) }()
+	_, err = holder.Exec(ctx, `SELECT id FROM readpast_tasks WHERE id = $1 FOR UPDATE`, highest)
+	require.NoError(t, err)
+
+	type finished struct {
+		res []queue.FinishResult
+		err error
+	}
+	done := make(chan finished, 1)
+	go func() {
+		var attempts []queue.Attempt
+		for i := len(claimed) - 1; i >= 0; i-- {
+			attempts = append(attempts, queue.Attempt{Lease: claimed[i].Lease(), Outcome: queue.OutcomeSucceeded,
+				StartedAt: time.Now(), FinishedAt: time.Now()})
+		}
+		res, err := s.Finish(ctx, attempts)
+		done <- finished{res, err}
+	}()
+
+	// Wait until the finish waits for the held row.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%readpast_end_attempts%')`).Scan(&waiting)
+		return err == nil && waiting
+	}, 30*time.Second, 10*time.Millisecond, "the finish never waited for the task another transaction holds")
+
+	probe, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = probe.Exec(ctx, `SELECT id FROM readpast_tasks WHERE id = $1 FOR UPDATE NOWAIT`, lowest)
+	_ = probe.Rollback(ctx)
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr) && pgErr.Code == "55P03",
+		"while it waits for task %d, the finish must already hold task %d (locks in id order); locking it gave %v", highest, lowest, err)
+
+	require.NoError(t, holder.Rollback(ctx))
+	got := <-done
+	require.NoError(t, got.err)
+	for _, r := range got.res {
+		require.NoError(t, r.Err)
+		require.Equal(t, queue.StateSucceeded, r.State)
+	}
+}
