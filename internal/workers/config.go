@@ -28,7 +28,7 @@ type Config struct {
 	RetentionEvery time.Duration // how often the purge runs (and once at start); default 1h
 	// AheadFor: behind a backlog a pool claims, besides its free slots, the
 	// tasks its slots will start within this time by its bodies' average
-	// run time, at most two per slot (docs/WORKERS.md, "Claiming ahead");
+	// run time, at most four per slot (docs/WORKERS.md, "Claiming ahead");
 	// default 20ms.
 	AheadFor time.Duration
 	// AheadWait is how long a task claimed ahead waits for a worker before it

@@ -49,8 +49,11 @@ type pool struct {
 }
 
 const (
-	// aheadPerSlot bounds the tasks claimed ahead, per slot.
-	aheadPerSlot = 2
+	// aheadPerSlot bounds the tasks claimed ahead, per slot: four, so that
+	// behind bodies of a millisecond or less a claim takes a batch worth its
+	// round trip (docs/BENCHMARKS.md, "Claims and finishes of 2026-11-27":
+	// two gave smaller claims and less throughput, eight no more).
+	aheadPerSlot = 4
 	// maxEnding: a pool whose ended tasks awaiting their record reach two
 	// full finish batches claims nothing until the finisher catches up, so a
 	// slow store does not pile up leases.
