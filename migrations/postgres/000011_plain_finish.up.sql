@@ -1,11 +1,12 @@
--- A finish with fewer stages (docs/BENCHMARKS.md, "A finish in one statement").
+-- A finish with fewer stages (docs/BENCHMARKS.md, "Claims and finishes of 2026-11-27").
 --
 -- 000008's finish locked the batch's tasks in one statement (FOR UPDATE, in id
 -- order), read them again by primary key to decide each attempt, and updated
 -- them in a third probe, through a chain of CTEs that sorted and scanned the
 -- batch several times; its ANY filter over the locked ids compared every
--- attempt with every id. Measured on one backend, 500 attempts a call, it
--- cost 20 µs an attempt, of which the update and the log row are 11.5.
+-- attempt with every id. Measured on one backend, 500 attempts a call
+-- (scripts/pg-claim-finish.sql), it cost 20.6 µs an attempt, of which the
+-- update and the log row are 11.5.
 --
 -- Now one UPDATE decides, locks and ends each task: its SET reads the row it
 -- locked (a row changed meanwhile is read again, as under FOR UPDATE), and
@@ -14,7 +15,7 @@
 -- through. A batch without chains, groups or a reclaim (the common case) is
 -- that one call; the others first lock chains, tasks and groups in the
 -- global order as before, then call it, then apply the chain and group rules.
--- About 14.8 µs an attempt on the same measure.
+-- About 16 µs an attempt on the same measure.
 
 -- readpast_end_state is the state an attempt leaves its task in. An
 -- operator's cancel request wins: a release or a reclaim must not put the
