@@ -113,10 +113,15 @@ func claimedAheadOfALongBody(t *testing.T, e env, q string, long time.Duration, 
 	longIDs, nextID = ids[30:30+aheadWorkers], ids[30+aheadWorkers]
 	cfg.NodeID, cfg.Poll, cfg.AheadFor = "n1", 50*time.Millisecond, aheadFor
 	n, stop = e.startNode(t, cfg)
+	// The short bodies all ended: every slot is a long body's, not a long
+	// task claimed ahead behind a short body still running.
+	e.waitAll(t, ids[:30], queue.StateSucceeded, 10*time.Second)
 	for _, id := range longIDs {
 		e.waitState(t, id, queue.StateRunning, 10*time.Second)
 	}
 	e.waitState(t, nextID, queue.StateRunning, 2*time.Second)
+	require.Eventually(t, func() bool { return bodiesOf(n, q) == aheadWorkers }, e.Slower(t, 2*time.Second), 10*time.Millisecond,
+		"the long bodies do not hold every slot")
 	require.Equal(t, aheadWorkers, bodiesOf(n, q), "the task claimed ahead does not run")
 	return n, stop, longIDs, nextID
 }
