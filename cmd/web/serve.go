@@ -35,11 +35,11 @@ func serveCmd(ctx context.Context, args []string, getenv func(string) string, _,
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	store, err := open.Store(ctx, cfg.DSN, queue.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
 	if err != nil {
-		return err
+		return startFailed(ctx, log, err)
 	}
 	defer store.Close()
 	if err := store.Migrate(ctx); err != nil {
-		return err
+		return startFailed(ctx, log, err)
 	}
 	targetDSN := cfg.TargetDSN
 	if targetDSN == "" {
@@ -47,7 +47,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	tgt, err := target.Open(ctx, targetDSN)
 	if err != nil {
-		return err
+		return startFailed(ctx, log, err)
 	}
 	defer tgt.Close()
 	metrics := web.NewMetrics()
@@ -118,5 +118,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	<-schedDone
 	stopNode()
 	wg.Wait()
+	return err
+}
+
+// startFailed is what serve returns when starting failed: nothing, when the
+// cause is a stop requested while the node was still connecting or
+// migrating (a SIGTERM then ends it as cleanly as a running node, exit 0:
+// it had claimed nothing), and err otherwise.
+func startFailed(ctx context.Context, log *slog.Logger, err error) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		log.Info("stopped while starting", "during", err.Error())
+		return nil
+	}
 	return err
 }

@@ -104,6 +104,21 @@ func TestServeRunsAndStops(t *testing.T) {
 	require.Contains(t, srv.logs.String(), "node stopped")
 }
 
+// A stop requested while the node is still starting (connecting to the store,
+// migrating) ends it as cleanly as a running node's: exit 0, not "serve
+// failed" (a chaos run once stopped a node that had just been started).
+func TestServeStoppedWhileStartingExitsCleanly(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	logs := &syncBuffer{}
+	dsn := filepath.Join(t.TempDir(), "readpast.db")
+	code := run(ctx, []string{"--dsn", dsn, "--listen", freeAddr(t)}, envOf(nil), logs, logs)
+	require.Equal(t, 0, code, "logs:\n%s", logs.String())
+	require.Contains(t, logs.String(), "stopped while starting")
+	require.NotContains(t, logs.String(), "failed")
+}
+
 func TestVersionAndMigrateStatus(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
