@@ -47,11 +47,12 @@ $$;
 -- attempts and probes the primary key for each (the plan it takes), or reads
 -- the tasks by the primary key, the one index without a predicate: locks in
 -- id order either way. On a small table with fresh statistics the planner
--- otherwise reads the table in its physical order. The state test is written so that it cannot
--- match the partial index of running tasks (on fresh statistics the planner
--- thinks that index tiny and scans all of it, while under load it is mostly
--- entries of tasks that ran already). TestFinishLocksTasksInIDOrder and
--- TestFinishFindsTasksByPrimaryKey hold both.
+-- otherwise reads the table in its physical order. The state test is written
+-- so that it cannot match the partial index of running tasks (on fresh
+-- statistics the planner thinks that index tiny and scans all of it, while
+-- under load it is mostly entries of tasks that ran already).
+-- TestFinishLocksTasksInIDOrder and TestFinishFindsTasksByPrimaryKey hold
+-- both.
 CREATE FUNCTION readpast_end_plain(
     p_release boolean, p_only bigint[],
     p_ids bigint[], p_tokens bigint[], p_outcomes text[], p_errors text[],
