@@ -172,18 +172,4 @@ DROP FUNCTION readpast_end_plain(boolean, bigint[], bigint[], bigint[], text[], 
     timestamptz[], timestamptz[], bigint[], text[]);
 DROP FUNCTION readpast_end_state(boolean, text, boolean, integer, integer, integer);
 
-CREATE OR REPLACE FUNCTION readpast_pin_functions() RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-    f regprocedure;
-BEGIN
-    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
-              WHERE p.pronamespace = current_schema()::regnamespace
-                AND p.proname IN ('readpast_claim', 'readpast_enqueue', 'readpast_end_attempts',
-                                  'readpast_cancel', 'readpast_retry') LOOP
-        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
-    END LOOP;
-END
-$$;
-
 SELECT readpast_pin_functions();

@@ -83,3 +83,85 @@ func TestFinishLocksTasksInIDOrder(t *testing.T) {
 		require.Equal(t, queue.StateSucceeded, r.State)
 	}
 }
+
+// Two finishes at once never deadlock on the finished counts: each
+// transaction updates readpast_counts once, its rows in key order (migration
+// 000005). A finish of a chain task that fails for good cancels the rest of its
+// chain and counts those too; when it counted its own ended tasks first and
+// the cancelled ones later, it took (q, failed) before (q, cancelled), while
+// a finish of a cancelled and a failed task took them the other way round,
+// and the server broke the cycle by failing one of them (found in review). Here the chain's
+// next task is held by another transaction, so the chain's finish waits
+// inside its rules while the other finish runs.
+func TestFinishesCountOnceAndDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := migratedStore(t, ctx)
+	enq, err := s.Enqueue(ctx, []queue.NewTask{
+		{Queue: "q", Body: "SELECT 1", Chain: "c", Stage: 1, MaxAttempts: 1},
+		{Queue: "q", Body: "SELECT 1", Chain: "c", Stage: 2},
+		{Queue: "q", Body: "SELECT 1", MaxAttempts: 1},
+		{Queue: "q", Body: "SELECT 1", MaxAttempts: 1},
+	})
+	require.NoError(t, err)
+	ids := queue.IDs(enq)
+	claimed, err := s.Claim(ctx, queue.ClaimParams{Queue: "q", Owner: "n1/w1", Limit: 10, LeaseDuration: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 3, "the chain's first stage and the two plain tasks")
+	byID := map[int64]*queue.Task{}
+	for _, c := range claimed {
+		byID[c.ID] = c
+	}
+	end := func(id int64, o queue.Outcome) queue.Attempt {
+		return queue.Attempt{Lease: byID[id].Lease(), Outcome: o, Error: "boom", StartedAt: time.Now(), FinishedAt: time.Now()}
+	}
+
+	holder, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(context.Background()) }()
+	_, err = holder.Exec(ctx, `SELECT id FROM readpast_tasks WHERE id = $1 FOR UPDATE`, ids[1])
+	require.NoError(t, err)
+
+	errs := make(chan error, 2)
+	finish := func(attempts ...queue.Attempt) {
+		res, err := s.Finish(ctx, attempts)
+		for _, r := range res {
+			if err == nil {
+				err = r.Err
+			}
+		}
+		errs <- err
+	}
+	waiting := func(n int) func() bool {
+		return func() bool {
+			var got int
+			err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%readpast_end_attempts%'`).Scan(&got)
+			return err == nil && got >= n
+		}
+	}
+	go finish(end(ids[0], queue.OutcomeFailed))
+	require.Eventually(t, waiting(1), 30*time.Second, 10*time.Millisecond, "the chain's finish never waited for its next task")
+	// Its attempts' outcomes are not the chain's (failed), so their throughput
+	// rollup rows are other rows; a timed-out last attempt leaves its task
+	// failed.
+	go finish(end(ids[2], queue.OutcomeCancelled), end(ids[3], queue.OutcomeTimedOut))
+	// The other finish either ends, or waits behind the chain's finish.
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, holder.Rollback(ctx))
+	for range 2 {
+		require.NoError(t, <-errs, "a finish failed (a deadlock between the two)")
+	}
+	counts := map[string]int64{}
+	rows, err := s.pool.Query(ctx, `SELECT state, n FROM readpast_counts WHERE queue = 'q'`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var st string
+		var n int64
+		require.NoError(t, rows.Scan(&st, &n))
+		counts[st] = n
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int64{"failed": 2, "cancelled": 2}, counts, "each ended task counted once")
+}

@@ -171,6 +171,34 @@ func TestFinishFindsTasksByPrimaryKey(t *testing.T) {
 		}
 		plans.noJIT(t)
 	}
+	// A reclaim (as a batch with chains or groups) locks its tasks first, in
+	// its own statement: by primary key too. These leases have not expired,
+	// so it ends none of them.
+	var live []queue.Attempt
+	for _, c := range claimed[80:90] {
+		live = append(live, queue.Attempt{Lease: c.Lease(), Outcome: queue.OutcomeLost, StartedAt: time.Now(), FinishedAt: time.Now()})
+	}
+	for i := 0; i < 8; i++ {
+		plans.reset()
+		res, err := endAttempts(ctx, conn, modeReclaim, live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.State != "" {
+				t.Fatalf("reclaim %d: task %d with a live lease ended %s", i, r.TaskID, r.State)
+			}
+		}
+		lookup := plans.find("FOR UPDATE OF x SKIP LOCKED")
+		if lookup == "" {
+			t.Fatalf("reclaim %d: auto_explain logged no plan for the lease lookup; got:\n%s", i, plans.all())
+		}
+		if !strings.Contains(lookup, "readpast_tasks_pkey") || strings.Contains(lookup, "readpast_tasks_running") ||
+			strings.Contains(lookup, "Seq Scan on readpast_tasks") {
+			t.Fatalf("reclaim %d: the lease lookup does not go by primary key:\n%s", i, lookup)
+		}
+		plans.noJIT(t)
+	}
 }
 
 // storeWithHistory returns a migrated store holding 20,000 finished tasks of
