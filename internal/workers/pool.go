@@ -112,19 +112,17 @@ func (p *pool) stoppedLocked() bool { return p.paused || p.size == 0 }
 
 // free counts the tasks a claim may take now: a task for every slot no body
 // holds and no queued task will take, and while the queue has a backlog, the
-// tasks the slots will start within aheadFor.
+// tasks the slots will start within aheadFor; none while the queue runs
+// nothing new here or maxEnding of its ends await their record.
 func (p *pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.paused {
+	if p.stoppedLocked() || len(p.ending) >= maxEnding {
 		return 0
 	}
 	ahead := 0
 	if p.backlog && p.bodyAvg > 0 {
 		ahead = int(min(int64(aheadPerSlot*p.size), int64(p.size)*int64(p.aheadFor)/int64(p.bodyAvg)))
-	}
-	if len(p.ending) >= maxEnding {
-		return 0
 	}
 	return max(0, p.size+ahead-len(p.running))
 }
@@ -155,7 +153,7 @@ func (p *pool) freeSlotLocked(e *execution) {
 
 // grantLocked gives free slots to queued tasks, in claim order.
 func (p *pool) grantLocked() {
-	for len(p.queued) > 0 && !p.paused && p.bodies < p.size {
+	for len(p.queued) > 0 && !p.stoppedLocked() && p.bodies < p.size {
 		e := p.queued[0]
 		p.queued[0] = nil
 		p.queued = p.queued[1:]

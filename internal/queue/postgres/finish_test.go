@@ -59,13 +59,8 @@ func TestFinishLocksTasksInIDOrder(t *testing.T) {
 		done <- finished{res, err}
 	}()
 
-	// Wait until the finish waits for the held row.
-	require.Eventually(t, func() bool {
-		var waiting bool
-		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%readpast_end_attempts%')`).Scan(&waiting)
-		return err == nil && waiting
-	}, 30*time.Second, 10*time.Millisecond, "the finish never waited for the task another transaction holds")
+	require.Eventually(t, func() bool { return finishesWaiting(ctx, s) >= 1 }, 30*time.Second, 10*time.Millisecond,
+		"the finish never waited for the task another transaction holds")
 
 	probe, err := s.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -133,16 +128,9 @@ func TestFinishesCountOnceAndDoNotDeadlock(t *testing.T) {
 		}
 		errs <- err
 	}
-	waiting := func(n int) func() bool {
-		return func() bool {
-			var got int
-			err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%readpast_end_attempts%'`).Scan(&got)
-			return err == nil && got >= n
-		}
-	}
 	go finish(end(ids[0], queue.OutcomeFailed))
-	require.Eventually(t, waiting(1), 30*time.Second, 10*time.Millisecond, "the chain's finish never waited for its next task")
+	require.Eventually(t, func() bool { return finishesWaiting(ctx, s) >= 1 }, 30*time.Second, 10*time.Millisecond,
+		"the chain's finish never waited for its next task")
 	// Its attempts' outcomes are not the chain's (failed), so their throughput
 	// rollup rows are other rows; a timed-out last attempt leaves its task
 	// failed.
@@ -164,4 +152,15 @@ func TestFinishesCountOnceAndDoNotDeadlock(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, map[string]int64{"failed": 2, "cancelled": 2}, counts, "each ended task counted once")
+}
+
+// finishesWaiting counts the finishes of s's database that wait for a lock
+// now (-1 when it cannot be read).
+func finishesWaiting(ctx context.Context, s *Store) int {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%readpast_end_attempts%'`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
 }
