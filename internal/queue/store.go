@@ -214,6 +214,14 @@ type Capabilities struct {
 	// each other's locked rows (SKIP LOCKED, READPAST). False for SQLite, whose
 	// one writer runs write transactions one at a time.
 	ConcurrentWriters bool
+	// FinishBatch: the most attempts one Finish call should carry; 0 means
+	// the node's default (500). PostgreSQL ends a whole batch in one
+	// statement, and a drain of short tasks costs its server less per task
+	// in fewer, larger batches; SQLite's one writer should not be held much
+	// longer than 500 take; SQL Server ends each attempt in its own
+	// transaction, so a call must stay small enough to end within the node's
+	// store timeout (docs/BENCHMARKS.md, "Larger claims and finishes").
+	FinishBatch int
 }
 
 // Options are the settings every dialect takes.

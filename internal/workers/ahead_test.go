@@ -129,8 +129,9 @@ const aheadWorkers = 4
 
 // aheadFor: claim ahead for a second of bodies, so that the short bodies of
 // these tests make the pool claim ahead however slow the machine runs them
-// (the race detector and SQLite's new connection a body can take tens of
-// milliseconds a body, past the default 20 ms).
+// (the race detector and SQLite's new connection can take tens of
+// milliseconds a body, and a pool of 4 claims ahead only while 4 × the
+// default 250 ms covers a body).
 const aheadFor = time.Second
 
 // A task claimed ahead behind a body that runs long is given back unstarted
@@ -249,7 +250,7 @@ func TestShutdownGivesBackTasksClaimedAheadAtOnce(t *testing.T) {
 // short bodies start it again.
 func TestGivingBackStopsClaimingAheadAtAnySize(t *testing.T) {
 	for _, size := range []int{1, 8, 64, 500} {
-		p := newPool(poolDeps{aheadFor: 20 * time.Millisecond}, "q")
+		p := newPool(poolDeps{aheadFor: 20 * time.Millisecond, maxEnding: 10}, "q")
 		p.size, p.backlog, p.bodyAvg = size, true, time.Millisecond
 		require.Greater(t, p.free(), size, "size %d: short bodies behind a backlog claim ahead", size)
 		p.stopAheadLocked()
@@ -264,7 +265,8 @@ func TestGivingBackStopsClaimingAheadAtAnySize(t *testing.T) {
 // A pool whose ended tasks awaiting their record reach maxEnding claims
 // nothing, whatever room its slots have, until the finisher writes them.
 func TestPoolStopsClaimingWhileItsEndsAwaitTheirRecord(t *testing.T) {
-	p := newPool(poolDeps{aheadFor: 20 * time.Millisecond}, "q")
+	const maxEnding = 10
+	p := newPool(poolDeps{aheadFor: 20 * time.Millisecond, maxEnding: maxEnding}, "q")
 	p.size = 4
 	for i := range maxEnding {
 		p.ending[queue.Lease{TaskID: int64(i + 1), Token: 1}] = struct{}{}

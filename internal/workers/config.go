@@ -28,8 +28,8 @@ type Config struct {
 	RetentionEvery time.Duration // how often the purge runs (and once at start); default 1h
 	// AheadFor: behind a backlog a pool claims, besides its free slots, the
 	// tasks its slots will start within this time by its bodies' average
-	// run time, at most four per slot (docs/WORKERS.md, "Claiming ahead");
-	// default 20ms.
+	// run time, at most 32 per slot (docs/WORKERS.md, "Claiming ahead");
+	// default 250ms.
 	AheadFor time.Duration
 	// AheadWait is how long a task claimed ahead waits for a worker before it
 	// is given back to run elsewhere (docs/WORKERS.md, "Claiming ahead");
@@ -71,7 +71,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.RetentionEvery = time.Hour
 	}
 	if c.AheadFor == 0 {
-		c.AheadFor = 20 * time.Millisecond
+		c.AheadFor = 250 * time.Millisecond
 	}
 	if c.AheadWait == 0 {
 		c.AheadWait = 5 * time.Second

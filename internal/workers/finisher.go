@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -23,6 +24,7 @@ type finisher struct {
 	lifecycle
 	store     Store
 	oneWriter bool // the store writes one transaction at a time (SQLite)
+	batchMax  int  // the most attempts one write carries: the store's FinishBatch, or defaultFinishBatch
 	lease     time.Duration
 	log       *slog.Logger
 	in        chan finishRequest
@@ -41,8 +43,9 @@ type endsReceiver interface {
 }
 
 const (
-	// maxFinishBatch bounds one round trip.
-	maxFinishBatch = 500
+	// defaultFinishBatch bounds one round trip unless the store asks for
+	// more (queue.Capabilities.FinishBatch).
+	defaultFinishBatch = 500
 	// Once a batch held finishBusy ends or more, the next one gathers ends
 	// for finishGather after its first before it is written: under load a
 	// write then records hundreds of ends instead of dozens, and the fixed
@@ -53,12 +56,19 @@ const (
 )
 
 func newFinisher(store Store, lease time.Duration, log *slog.Logger) *finisher {
-	return &finisher{store: store, oneWriter: !store.Capabilities().ConcurrentWriters, lease: lease, log: log,
-		in: make(chan finishRequest, maxFinishBatch)}
+	caps := store.Capabilities()
+	batchMax := cmp.Or(caps.FinishBatch, defaultFinishBatch)
+	return &finisher{store: store, oneWriter: !caps.ConcurrentWriters, batchMax: batchMax, lease: lease, log: log,
+		in: make(chan finishRequest, batchMax)}
 }
 
+// maxEnding is how many of a pool's ended tasks may await their record before
+// the pool claims nothing more: two full batches, one being written and one
+// gathering, so a slow store does not pile up leases.
+func (f *finisher) maxEnding() int { return 2 * f.batchMax }
+
 // submit hands the attempt over; to is told its lease once it is written (or
-// given up). It waits only while maxFinishBatch attempts are queued.
+// given up). It waits only while a full batch of attempts is queued.
 func (f *finisher) submit(a queue.Attempt, release bool, to endsReceiver) {
 	f.in <- finishRequest{a: a, release: release, to: to}
 }
@@ -68,7 +78,7 @@ func (f *finisher) submit(a queue.Attempt, release bool, to endsReceiver) {
 func (f *finisher) Start(ctx context.Context) { f.start(ctx, f.run) }
 
 func (f *finisher) run(ctx context.Context) {
-	batch := make([]finishRequest, 0, maxFinishBatch)
+	batch := make([]finishRequest, 0, f.batchMax)
 	busy := false // the last batch was large: ends come faster than one a write
 	for {
 		batch = batch[:0]
@@ -97,7 +107,7 @@ func (f *finisher) run(ctx context.Context) {
 func (f *finisher) gather(batch []finishRequest, deadline time.Time) []finishRequest {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
-	for len(batch) < maxFinishBatch {
+	for len(batch) < f.batchMax {
 		select {
 		case r := <-f.in:
 			batch = append(batch, r)
@@ -110,7 +120,7 @@ func (f *finisher) gather(batch []finishRequest, deadline time.Time) []finishReq
 
 // take appends what is queued now, up to a batch.
 func (f *finisher) take(batch []finishRequest) []finishRequest {
-	for len(batch) < maxFinishBatch {
+	for len(batch) < f.batchMax {
 		select {
 		case r := <-f.in:
 			batch = append(batch, r)

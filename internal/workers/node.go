@@ -47,7 +47,8 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	exec := &executor{store: store, target: tgt, nodeID: cfg.NodeID, targetIsStore: cfg.TargetIsStore,
 		storeTimeout: storeTimeout, observer: cfg.Observer, log: log}
 	pools := newPoolSet(poolDeps{store: store, exec: exec, finisher: fin, nodeID: cfg.NodeID, poll: cfg.Poll,
-		lease: cfg.Lease, aheadFor: cfg.AheadFor, aheadWait: cfg.AheadWait, observer: cfg.Observer, log: log})
+		lease: cfg.Lease, aheadFor: cfg.AheadFor, aheadWait: cfg.AheadWait, maxEnding: fin.maxEnding(),
+		observer: cfg.Observer, log: log})
 	n := &Node{cfg: cfg, store: store, log: log, ready: make(chan struct{}), pools: pools, finisher: fin}
 	n.heartbeater = &heartbeater{store: store, pools: pools, nodeID: cfg.NodeID, lease: cfg.Lease, info: n.info, log: log}
 	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: cfg.DefaultWorkers,

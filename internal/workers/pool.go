@@ -29,7 +29,8 @@ import (
 // for (River completes jobs the same way). Until that commit the task stays
 // leased and heartbeated here, in ending; the finisher says which leases it
 // wrote (written). A pool stops claiming while maxEnding of its ends await
-// their record, which bounds what a slow store can pile up.
+// their record (finisher.maxEnding), which bounds what a slow store can pile
+// up.
 type pool struct {
 	poolDeps
 	name string
@@ -49,15 +50,13 @@ type pool struct {
 }
 
 const (
-	// aheadPerSlot bounds the tasks claimed ahead, per slot: four, so that
-	// behind bodies of a millisecond or less a claim takes a batch worth its
-	// round trip (docs/BENCHMARKS.md, "Claims and finishes of 2026-11-27":
-	// two gave smaller claims and less throughput, eight no more).
-	aheadPerSlot = 4
-	// maxEnding: a pool whose ended tasks awaiting their record reach two
-	// full finish batches claims nothing until the finisher catches up, so a
-	// slow store does not pile up leases.
-	maxEnding = 2 * maxFinishBatch
+	// aheadPerSlot bounds the tasks claimed ahead, per slot: 32, so that
+	// behind bodies of a millisecond or less a claim takes hundreds of tasks,
+	// as River's fetch takes up to its free workers: a drain makes a sixth as
+	// many claims, each a commit and a scan of the ready index's head
+	// (docs/BENCHMARKS.md, "Larger claims and finishes": four a slot gave
+	// claims of about 145 and cost the server a sixth more per task).
+	aheadPerSlot = 32
 )
 
 // poolDeps is what every pool of a node shares.
@@ -75,6 +74,9 @@ type poolDeps struct {
 	// aheadWait: a task claimed ahead that has not started by then is given
 	// back, so a run of long bodies cannot hold it from other nodes.
 	aheadWait time.Duration
+	// maxEnding: a pool whose ended tasks awaiting their record reach this
+	// many claims nothing until the finisher catches up (finisher.maxEnding).
+	maxEnding int
 	observer  Observer
 	log       *slog.Logger
 }
@@ -117,7 +119,7 @@ func (p *pool) stoppedLocked() bool { return p.paused || p.size == 0 }
 func (p *pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stoppedLocked() || len(p.ending) >= maxEnding {
+	if p.stoppedLocked() || len(p.ending) >= p.maxEnding {
 		return 0
 	}
 	ahead := 0

@@ -98,7 +98,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 	return out, nil
 }
 
-const endSQL = `SELECT out_id, out_state, out_retry_at
+const endSQL = `SELECT out_ord, out_state, out_retry_at
 	FROM readpast_end_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // end runs endAttempts as a store write (Store.write).
@@ -113,36 +113,43 @@ func (s *Store) end(ctx context.Context, mode endMode, attempts []queue.Attempt)
 }
 
 // endAttempts ends the attempts in one call of readpast_end_attempts and returns
-// one result per attempt, in order; ErrLeaseLost marks a lease that was not current.
+// one result per attempt, in order; ErrLeaseLost marks a lease that was not
+// current. The function answers only for the attempts that ended, each by its
+// position in the batch (from 1).
 func endAttempts(ctx context.Context, q querier, mode endMode, attempts []queue.Attempt) ([]queue.FinishResult, error) {
 	if len(attempts) == 0 {
 		return nil, nil
 	}
-	n := len(attempts)
+	out := make([]queue.FinishResult, len(attempts))
+	ended := make([]bool, len(attempts))
 	rows, err := q.Query(ctx, endSQL, endArgs(mode, attempts)...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]queue.FinishResult, 0, n)
 	for rows.Next() {
 		var (
-			r     queue.FinishResult
-			state *string
+			ord   int64
+			state string
 			retry *time.Time
 		)
-		if err := rows.Scan(&r.TaskID, &state, &retry); err != nil {
+		if err := rows.Scan(&ord, &state, &retry); err != nil {
 			return nil, err
 		}
-		if state == nil {
-			r.Err = fmt.Errorf("task %d: %w", r.TaskID, queue.ErrLeaseLost)
-		} else {
-			r.State, r.Retry = queue.State(*state), utc(retry)
+		if ord < 1 || ord > int64(len(attempts)) || ended[ord-1] {
+			return nil, fmt.Errorf("readpast_end_attempts answered for attempt %d of %d twice or out of range: is the schema newer than this binary?", ord, len(attempts))
 		}
-		out = append(out, r)
+		i := ord - 1
+		ended[i] = true
+		out[i] = queue.FinishResult{TaskID: attempts[i].TaskID, State: queue.State(state), Retry: utc(retry)}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	for i, a := range attempts {
+		if !ended[i] {
+			out[i] = queue.FinishResult{TaskID: a.TaskID, Err: fmt.Errorf("task %d: %w", a.TaskID, queue.ErrLeaseLost)}
+		}
 	}
 	return out, nil
 }

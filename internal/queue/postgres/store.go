@@ -97,7 +97,7 @@ func (s *Store) Dialect() dialect.Dialect { return dialect.Postgres }
 // Capabilities implements queue.Store: LISTEN/NOTIFY wakes other nodes, and
 // claimers skip each other's locked rows (FOR UPDATE SKIP LOCKED).
 func (s *Store) Capabilities() queue.Capabilities {
-	return queue.Capabilities{Listen: true, ConcurrentWriters: true}
+	return queue.Capabilities{Listen: true, ConcurrentWriters: true, FinishBatch: 5000}
 }
 
 // Close implements queue.Store: it waits for connections in use to come back.
