@@ -275,3 +275,15 @@ func TestPoolStopsClaimingWhileItsEndsAwaitTheirRecord(t *testing.T) {
 	p.written([]queue.Lease{{TaskID: 1, Token: 1}})
 	require.Equal(t, 4, p.free())
 }
+
+// Behind short bodies a pool claims ahead up to aheadPerSlot a slot, but never
+// more than its store records in two finish batches (maxEnding): a store that
+// records ends one transaction each (SQL Server's, batches of 50) holds 100
+// tasks ahead, not 2,048 that every heartbeat would extend.
+func TestClaimsAheadNoMoreThanTwoFinishBatches(t *testing.T) {
+	for _, c := range []struct{ maxEnding, ahead int }{{100, 100}, {1000, 1000}, {10000, 32 * 64}} {
+		p := newPool(poolDeps{aheadFor: 250 * time.Millisecond, maxEnding: c.maxEnding}, "q")
+		p.size, p.backlog, p.bodyAvg = 64, true, time.Millisecond
+		require.Equal(t, 64+c.ahead, p.free(), "maxEnding %d", c.maxEnding)
+	}
+}

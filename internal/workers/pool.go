@@ -114,8 +114,14 @@ func (p *pool) stoppedLocked() bool { return p.paused || p.size == 0 }
 
 // free counts the tasks a claim may take now: a task for every slot no body
 // holds and no queued task will take, and while the queue has a backlog, the
-// tasks the slots will start within aheadFor; none while the queue runs
-// nothing new here or maxEnding of its ends await their record.
+// tasks the slots will start within aheadFor, at most aheadPerSlot a slot and
+// at most maxEnding in all; none while the queue runs nothing new here or
+// maxEnding of its ends await their record.
+//
+// The bound of maxEnding keeps what a pool holds ahead to what its store
+// records in two finish batches: a store that records ends slowly (SQL
+// Server's, one transaction each) gains nothing from a long queue of tasks
+// claimed ahead, which another node could run and every heartbeat extends.
 func (p *pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -124,7 +130,8 @@ func (p *pool) free() int {
 	}
 	ahead := 0
 	if p.backlog && p.bodyAvg > 0 {
-		ahead = int(min(int64(aheadPerSlot*p.size), int64(p.size)*int64(p.aheadFor)/int64(p.bodyAvg)))
+		ahead = int(min(int64(aheadPerSlot*p.size), int64(p.maxEnding),
+			int64(p.size)*int64(p.aheadFor)/int64(p.bodyAvg)))
 	}
 	return max(0, p.size+ahead-len(p.running))
 }
