@@ -43,8 +43,8 @@ type endsReceiver interface {
 }
 
 const (
-	// defaultFinishBatch bounds one round trip unless the store asks for
-	// more (queue.Capabilities.FinishBatch).
+	// defaultFinishBatch bounds one round trip unless the store gives its
+	// own bound (queue.Capabilities.FinishBatch).
 	defaultFinishBatch = 500
 	// Once a batch held finishBusy ends or more, the next one gathers ends
 	// for finishGather after its first before it is written: under load a
