@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"cmp"
 	"sync"
 	"testing"
 	"time"
@@ -34,10 +35,7 @@ func (w *writtenLeases) written(leases []queue.Lease) {
 // ends queued while it was idle go out in one write up to that, never more.
 func TestFinisherWritesBatchesAsLargeAsTheStoreTakes(t *testing.T) {
 	dialects(t, func(t *testing.T, e env) {
-		batchMax := defaultFinishBatch
-		if fb := e.store.Capabilities().FinishBatch; fb > 0 {
-			batchMax = fb
-		}
+		batchMax := cmp.Or(e.store.Capabilities().FinishBatch, defaultFinishBatch)
 		n := batchMax + batchMax/5 // a write more than the store takes
 		if batchMax > defaultFinishBatch {
 			n = 2*defaultFinishBatch + 200 // more than the default, in one write

@@ -155,6 +155,13 @@ func TestFinishFindsTasksByPrimaryKey(t *testing.T) {
 			!regexp.MustCompile(`Nested Loop[^\n]*\n\s*(Output:[^\n]*\n\s*)?->  CTE Scan on a`).MatchString(update) {
 			t.Fatalf("finish %d: the update is not a nested loop over the attempts probing the primary key:\n%s", i, update)
 		}
+		// A plain batch's counts are written in the same statement, after its
+		// rollups: the counts' insert reads the rollups' rows first, so it
+		// takes the rollup rows before the count rows, as a finish with
+		// chains does in its later call (migration 000012).
+		if !regexp.MustCompile(`CTE counted\n(?:[^\n]*\n)*?\s*->  CTE Scan on rolled`).MatchString(update) {
+			t.Fatalf("finish %d: the counts are not written after the rollups:\n%s", i, update)
+		}
 		if i == 7 {
 			t.Logf("plan:\n%s", update)
 		}
