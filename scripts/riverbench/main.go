@@ -1,18 +1,21 @@
 // Command riverbench compares ReadPast with River on one PostgreSQL server, in
 // one run (docs/BENCHMARKS.md, "ReadPast and River"). Each round drains the
-// same number of tasks three ways, each on a scratch database created for it:
+// same number of tasks four ways, each on a scratch database created for it:
 //
 //   - readpast: `readpast bench --only throughput`: one node, --workers workers,
 //     every task runs --body on the target (the same database);
 //   - river: River's burn-down with `river bench`'s settings, jobs that do
 //     nothing;
 //   - river-sql: the same, with each job running --body on a pool of --workers
-//     connections, as a DBA's River worker that runs a task's SQL would.
+//     connections, as a DBA's River worker that runs a task's SQL would;
+//   - river-reset: the same, with each job running --body through ReadPast's
+//     executor on --workers connections: River's queue doing the body work
+//     ReadPast's workers do, session reset (DISCARD ALL) included.
 //
 // For each it reports tasks per second and the CPU time per task of the
 // database server (every process of it, from /proc: run it on the server's
-// machine) and of this process, then ReadPast's ratios to both River modes,
-// taken within each round. The order of the three rotates from round to round.
+// machine) and of this process, then ReadPast's ratios to each River mode,
+// taken within each round. The order of the four rotates from round to round.
 // It is a separate module: River is not a dependency of ReadPast.
 //
 //	go run . --server-url postgres://…/postgres --tasks 200000 --rounds 3
@@ -27,6 +30,8 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -80,7 +85,7 @@ func newDrain(n int, took, server, process time.Duration) drain {
 	return drain{PerSec: float64(n) / took.Seconds(), Seconds: took.Seconds(), ServerCPUPerTask: us(server), ProcessCPUPerTask: us(process)}
 }
 
-var systems = []string{"readpast", "river", "river-sql"}
+var systems = []string{"readpast", "river", "river-sql", "river-reset"}
 
 func run(ctx context.Context, c config) error {
 	rounds := make([]map[string]drain, c.rounds)
@@ -93,7 +98,7 @@ func run(ctx context.Context, c config) error {
 				return fmt.Errorf("round %d, %s: %w", i+1, sys, err)
 			}
 			rounds[i][sys] = d
-			fmt.Fprintf(os.Stderr, "round %d %-9s %8.0f tasks/s  server %6.1f µs/task  process %6.1f µs/task\n",
+			fmt.Fprintf(os.Stderr, "round %d %-11s %8.0f tasks/s  server %6.1f µs/task  process %6.1f µs/task\n",
 				i+1, sys, d.PerSec, d.ServerCPUPerTask, d.ProcessCPUPerTask)
 		}
 	}
@@ -104,7 +109,7 @@ func run(ctx context.Context, c config) error {
 // runOne drains c.tasks with one system on a database of its own, created
 // for the run and dropped after it.
 func runOne(ctx context.Context, c config, sys string) (drain, error) {
-	name := "bench_" + map[string]string{"readpast": "readpast", "river": "river", "river-sql": "river_sql"}[sys]
+	name := "bench_" + strings.ReplaceAll(sys, "-", "_")
 	dbURL, err := scratchDatabase(ctx, c.serverURL, name)
 	if err != nil {
 		return drain{}, err
@@ -114,9 +119,11 @@ func runOne(ctx context.Context, c config, sys string) (drain, error) {
 	case "readpast":
 		return readpastRun(ctx, dbURL, c.tasks, c.workers, os.Stderr)
 	case "river":
-		return riverRun(ctx, dbURL, c.tasks, c.riverWorkers, 0, "")
+		return riverRun(ctx, dbURL, c.tasks, c.riverWorkers, 0, noBody, "")
+	case "river-reset":
+		return riverRun(ctx, dbURL, c.tasks, c.riverWorkers, c.workers, executorBody, c.body)
 	default:
-		return riverRun(ctx, dbURL, c.tasks, c.riverWorkers, c.workers, c.body)
+		return riverRun(ctx, dbURL, c.tasks, c.riverWorkers, c.workers, plainBody, c.body)
 	}
 }
 
@@ -140,6 +147,19 @@ func scratchDatabase(ctx context.Context, serverURL, name string) (string, error
 	return u.String(), nil
 }
 
+// withPoolSize returns dbURL with its connection pool capped at n
+// (pool_max_conns, read by pgxpool and so by ReadPast's target).
+func withPoolSize(dbURL string, n int) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL // scratchDatabase built it; it parses
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(n))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 func dropDatabase(serverURL, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -153,7 +173,7 @@ func dropDatabase(serverURL, name string) {
 // ReadPast's ratios to each River mode, each taken within one round.
 func report(c config, rounds []map[string]drain) {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%d rounds of %d tasks; ReadPast %d workers; River %d workers, SQL mode on %d connections; body %q\n",
+	fmt.Fprintf(tw, "%d rounds of %d tasks; ReadPast %d workers; River %d workers, SQL modes on %d connections; body %q\n",
 		len(rounds), c.tasks, c.workers, c.riverWorkers, c.workers, c.body)
 	fmt.Fprintln(tw, "system\ttasks/s median (range)\tserver CPU µs/task\tprocess CPU µs/task")
 	pick := func(sys string, f func(drain) float64) []float64 {

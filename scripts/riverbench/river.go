@@ -13,36 +13,53 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"readpast/internal/bench"
+	"readpast/internal/target"
 )
 
 type benchArgs struct{}
 
 func (benchArgs) Kind() string { return "bench" }
 
-// bodyWorker is River's worker for both modes: with no target it does
-// nothing (`river bench`'s job); with one it runs the body there, as a DBA's
-// worker that runs a task's SQL would: a connection from the target pool, the
-// statement, the connection back.
+// bodyWorker is River's worker for every mode: with no target it does
+// nothing (`river bench`'s job); with a pool it runs the body there, as a
+// DBA's worker that runs a task's SQL would: a connection from the target
+// pool, the statement, the connection back; with an executor it runs the body
+// through ReadPast's own (target.Run: the same connection handling, session
+// reset and cancel as ReadPast's workers).
 type bodyWorker struct {
 	river.WorkerDefaults[benchArgs]
-	target *pgxpool.Pool // nil: no-op
+	target *pgxpool.Pool // River-SQL
+	exec   target.Target // River with ReadPast's executor
 	body   string
 }
 
 func (w *bodyWorker) Work(ctx context.Context, _ *river.Job[benchArgs]) error {
-	if w.target == nil {
-		return nil
+	switch {
+	case w.exec != nil:
+		_, err := w.exec.Run(ctx, w.body, nil)
+		return err
+	case w.target != nil:
+		_, err := w.target.Exec(ctx, w.body)
+		return err
 	}
-	_, err := w.target.Exec(ctx, w.body)
-	return err
+	return nil
 }
+
+// bodyMode says how River's worker runs a job.
+type bodyMode int
+
+const (
+	noBody       bodyMode = iota // River doing nothing
+	plainBody                    // the body on a pool of its own (River-SQL)
+	executorBody                 // the body through ReadPast's executor (River-reset)
+)
 
 // riverRun is River's burn-down with `river bench --num-total-jobs`'s settings
 // (fetch cooldown 2 ms, fetch poll 20 ms, the jobs table truncated and
 // vacuumed first, completions counted from the client's completion events).
-// With targetConns > 0 each job runs body on a pool of that many connections
-// to the same database.
-func riverRun(ctx context.Context, url string, jobs, workers, targetConns int, body string) (drain, error) {
+// Unless mode is noBody each job runs body on targetConns connections to the
+// same database.
+func riverRun(ctx context.Context, url string, jobs, workers, targetConns int, mode bodyMode, body string) (drain, error) {
 	var d drain
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
@@ -63,7 +80,8 @@ func riverRun(ctx context.Context, url string, jobs, workers, targetConns int, b
 		}
 	}
 	w := &bodyWorker{body: body}
-	if targetConns > 0 {
+	switch mode {
+	case plainBody:
 		cfg, err := pgxpool.ParseConfig(url)
 		if err != nil {
 			return d, err
@@ -73,6 +91,11 @@ func riverRun(ctx context.Context, url string, jobs, workers, targetConns int, b
 			return d, err
 		}
 		defer w.target.Close()
+	case executorBody:
+		if w.exec, err = target.Open(ctx, withPoolSize(url, targetConns)); err != nil {
+			return d, err
+		}
+		defer w.exec.Close()
 	}
 	ws := river.NewWorkers()
 	river.AddWorker(ws, w)
