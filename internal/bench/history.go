@@ -184,6 +184,8 @@ func historyRequests(base string, l liveSet) []historyRequest {
 		page(fmt.Sprintf("/tasks/%d", l.done)),
 		page("/logs"),
 		page("/logs?outcome=succeeded"),
+		page("/logs?queue=" + q),
+		page("/logs?queue=" + quietQueue),
 		page("/logs?queue=" + q + "&outcome=timed_out"),
 		page("/logs?queue=" + quietQueue + "&outcome=succeeded"),
 		page("/nodes"),

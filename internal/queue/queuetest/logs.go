@@ -98,6 +98,8 @@ var logTests = map[string]func(*testing.T, Harness){
 		require.Equal(t, 3, countLog(t, b, queue.LogQuery{TaskID: ids[7]}))
 		require.Equal(t, 100, countLog(t, b, queue.LogQuery{Since: logBase.Add(100 * time.Second), Until: logBase.Add(200 * time.Second)}))
 		require.Equal(t, 20, countLog(t, b, queue.LogQuery{Outcome: queue.OutcomeTimedOut, Until: logBase.Add(100 * time.Second)}))
+		require.Equal(t, 18, countLog(t, b, queue.LogQuery{Queue: "l1", Outcome: queue.OutcomeFailed}))
+		require.Equal(t, 30, countLog(t, b, queue.LogQuery{Queue: "l1", Since: logBase.Add(100 * time.Second), Until: logBase.Add(200 * time.Second)}))
 
 		recs, err := b.s.Attempts(b.ctx, queue.LogQuery{TaskID: ids[7]})
 		require.NoError(t, err)

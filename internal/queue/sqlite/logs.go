@@ -22,11 +22,39 @@ func scanAttempt(r scanner) (queue.AttemptRecord, error) {
 	return a, err
 }
 
-// Attempts implements queue.LogStore.
+// Attempts implements queue.LogStore: keyset pages newest first
+// (attemptsSQL).
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
-	limit, err := queue.CheckLogQuery(q)
+	query, args, err := attemptsSQL(q)
 	if err != nil {
 		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("querying the execution log: %w", err)
+	}
+	defer rows.Close()
+	var out []queue.AttemptRecord
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("querying the execution log: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// attemptsSQL is Attempts' query (id < Before ORDER BY id DESC). A task's
+// attempts are read by readpast_attempts_task, an outcome's by
+// readpast_attempts_outcome (outcome, id), a queue's of one outcome by
+// readpast_attempts_list (queue, outcome, id), and a queue's of every outcome
+// by one range of that index per outcome, the newest rows of each merged
+// (migration 000013): each costs the same however long the history is.
+func attemptsSQL(q queue.LogQuery) (string, []any, error) {
+	limit, err := queue.CheckLogQuery(q)
+	if err != nil {
+		return "", nil, err
 	}
 	var where []string
 	var args []any
@@ -49,24 +77,24 @@ func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.Attempt
 	if q.Before > 0 {
 		add("id < ?", q.Before)
 	}
+	if q.TaskID == 0 && q.Queue != "" && q.Outcome == "" {
+		// One range per outcome, each read newest first as far as the page
+		// goes; the page is the newest of their rows.
+		branches := make([]string, len(queue.Outcomes))
+		var all []any
+		for i, o := range queue.Outcomes {
+			branches[i] = `SELECT id FROM (SELECT id FROM readpast_attempts WHERE ` + strings.Join(where, " AND ") +
+				` AND outcome = ? ORDER BY id DESC LIMIT ?)`
+			all = append(append(all, args...), string(o), limit)
+		}
+		return `SELECT ` + attemptColumns + ` FROM readpast_attempts WHERE id IN (` +
+			strings.Join(branches, " UNION ALL ") + `) ORDER BY id DESC LIMIT ?`, append(all, limit), nil
+	}
 	query := `SELECT ` + attemptColumns + ` FROM readpast_attempts`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	rows, err := s.r.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("querying the execution log: %w", err)
-	}
-	defer rows.Close()
-	var out []queue.AttemptRecord
-	for rows.Next() {
-		a, err := scanAttempt(rows)
-		if err != nil {
-			return nil, fmt.Errorf("querying the execution log: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return query + ` ORDER BY id DESC LIMIT ?`, append(args, limit), nil
 }
 
 // TaskAttempts implements queue.Store.

@@ -10,36 +10,47 @@ import (
 
 // Attempts returns execution-log rows newest first, one keyset page at a time.
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
-	args, err := attemptsArgs(q)
+	lq, args, err := attemptsArgs(q)
 	if err != nil {
 		return nil, err
 	}
-	out, err := queryAll(ctx, s.db, attemptsQuery.text, args, scanAttempt)
+	out, err := queryAll(ctx, s.db, lq.text, args, scanAttempt)
 	if err != nil {
 		return nil, wrap("querying the execution log", err)
 	}
 	return out, nil
 }
 
-// attemptsArgs validates a log query and binds the attempts query's parameters.
-func attemptsArgs(q queue.LogQuery) ([]any, error) {
+// attemptsArgs validates a log query, picks the query for its filters
+// (attemptsQuery; one queue's attempts of every outcome merge a range per
+// outcome, attemptsOfQueueQuery) and binds that query's parameters.
+func attemptsArgs(q queue.LogQuery) (query, []any, error) {
 	limit, err := queue.CheckLogQuery(q)
 	if err != nil {
-		return nil, err
+		return query{}, nil, err
+	}
+	lq := attemptsQuery
+	if q.TaskID == 0 && q.Queue != "" && q.Outcome == "" {
+		lq = attemptsOfQueueQuery
 	}
 	var outcome any = sql.NullString{}
 	if q.Outcome != "" {
 		outcome = varchar(string(q.Outcome))
 	}
-	return []any{
-		sql.Named("limit", limit),
-		sql.Named("task_id", max(q.TaskID, 0)),
-		sql.Named("queue", nullString(q.Queue)),
-		sql.Named("outcome", outcome),
-		sql.Named("since", datetime2(q.Since)),
-		sql.Named("until", datetime2(q.Until)),
-		sql.Named("before", max(q.Before, 0)),
-	}, nil
+	values := map[string]any{
+		"limit":   limit,
+		"task_id": max(q.TaskID, 0),
+		"queue":   nullString(q.Queue),
+		"outcome": outcome,
+		"since":   datetime2(q.Since),
+		"until":   datetime2(q.Until),
+		"before":  max(q.Before, 0),
+	}
+	args := make([]any, len(lq.params))
+	for i, name := range lq.params {
+		args[i] = sql.Named(name, values[name])
+	}
+	return lq, args, nil
 }
 
 // scanAttempt reads one row of the attempts columns.

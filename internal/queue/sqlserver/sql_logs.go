@@ -3,11 +3,18 @@ package sqlserver
 // The execution log and retention (queue.LogStore), and the cheap settings
 // read (queue.QueueStore).
 
+import (
+	"strings"
+
+	"readpast/internal/queue"
+)
+
 // attemptsQuery is a keyset page of the execution log, newest first. Each
 // filter is off when its parameter is NULL (@task_id, @before: 0); OPTION
 // (RECOMPILE) compiles the statement for the filters given, so it seeks the
-// matching index: (task_id, attempt), (queue, id), (outcome, id), (finished_at)
-// or the primary key.
+// matching index: (task_id, attempt), (queue, outcome, id), (outcome, id),
+// (finished_at) or the primary key. A queue's attempts of every outcome take
+// attemptsOfQueueQuery instead.
 var attemptsQuery = query{
 	name: "attempts",
 	text: `SELECT TOP (@limit) a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
@@ -24,6 +31,42 @@ ORDER BY a.id DESC
 OPTION (RECOMPILE);
 `,
 	params: []string{"limit", "task_id", "queue", "outcome", "since", "until", "before"},
+}
+
+// attemptsOfQueueQuery is attemptsQuery for one queue's attempts of every
+// outcome (@queue given, no task, no outcome). (queue, outcome, id) holds them
+// as one range per outcome (migration 000013): the newest @limit ids of each
+// range are sought, and the page is the newest of those, read by primary key.
+// Seeking (queue) alone and sorting by id would read the queue's whole
+// history for each page.
+var attemptsOfQueueQuery = query{
+	name: "attempts-of-queue",
+	text: `SELECT TOP (@limit) a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
+       a.started_at, a.finished_at, a.duration_ms, a.outcome, a.error,
+       a.rows_affected, a.messages
+FROM (VALUES ` + outcomeRows() + `) AS o (outcome)
+CROSS APPLY (SELECT TOP (@limit) x.id
+               FROM dbo.readpast_attempts AS x
+              WHERE x.queue = @queue AND x.outcome = o.outcome
+                AND (@since IS NULL OR x.finished_at >= @since)
+                AND (@until IS NULL OR x.finished_at < @until)
+                AND (@before = 0 OR x.id < @before)
+              ORDER BY x.id DESC) AS p
+JOIN dbo.readpast_attempts AS a ON a.id = p.id
+ORDER BY a.id DESC
+OPTION (RECOMPILE);
+`,
+	params: []string{"limit", "queue", "since", "until", "before"},
+}
+
+// outcomeRows is every outcome as rows of a VALUES list, ('succeeded'), …:
+// varchar literals, the column's own type, so each seek compares like types.
+func outcomeRows() string {
+	rows := make([]string, len(queue.Outcomes))
+	for i, o := range queue.Outcomes {
+		rows[i] = "('" + string(o) + "')"
+	}
+	return strings.Join(rows, ", ")
 }
 
 // purgeAttemptsBatch deletes up to @batch log rows that finished before

@@ -51,7 +51,11 @@ func allBoundQueries(t *testing.T) []boundQuery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logq, err := attemptsArgs(queue.LogQuery{Queue: "q", Outcome: queue.OutcomeFailed, Since: time.Now()})
+	logQuery, logq, err := attemptsArgs(queue.LogQuery{Queue: "q", Outcome: queue.OutcomeFailed, Since: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logOfQueue, logqQueue, err := attemptsArgs(queue.LogQuery{Queue: "q", Before: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +84,8 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{heartbeatNodeBatch, nodeInfoArgs("n1", "")},
 		{stopNodeBatch, stopNodeArgs("n1")},
 		{nodesQuery, nodesArgs(time.Minute)},
-		{attemptsQuery, logq},
+		{logQuery, logq},
+		{logOfQueue, logqQueue},
 		{purgeAttemptsBatch, purge},
 		{purgeTasksBatch, purge},
 		{queueSettingsQuery, nil},
