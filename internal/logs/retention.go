@@ -40,10 +40,11 @@ type Retention struct {
 	Logger  *slog.Logger  // where a purge that deleted rows says how many; nil: nowhere
 }
 
-// RetentionStore is what a purge needs of a store: its log side and whether
-// its writes run side by side.
+// RetentionStore is what a purge needs of a store: its log side, its nodes
+// and whether its writes run side by side.
 type RetentionStore interface {
 	queue.LogStore
+	PurgeNodes(ctx context.Context, cutoff time.Time) (int64, error)
 	Capabilities() queue.Capabilities
 }
 
@@ -60,11 +61,15 @@ const (
 )
 
 // PurgeOnce deletes everything past its age now and reports how many log rows
-// and tasks went. The throughput rollup's old buckets go too, whatever the
-// ages: it keeps a fixed window (queue.RollupMinutesKept, queue.RollupHoursKept).
+// and tasks went. The throughput rollup's old buckets go too, and the rows of
+// nodes gone for longer than queue.NodesGoneKept, whatever the ages: each
+// keeps a fixed window (queue.RollupMinutesKept, queue.RollupHoursKept).
 func (r *Retention) PurgeOnce(ctx context.Context) (int64, error) {
 	now := time.Now()
 	if _, err := r.Store.PurgeRollups(ctx, now); err != nil {
+		return 0, err
+	}
+	if _, err := r.Store.PurgeNodes(ctx, now.Add(-queue.NodesGoneKept)); err != nil {
 		return 0, err
 	}
 	var total int64

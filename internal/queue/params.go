@@ -194,6 +194,12 @@ const (
 	RollupHoursKept   = 8 * 24 * time.Hour
 )
 
+// NodesGoneKept is how long a node that stopped or went silent stays listed
+// (the dashboard shows it gone) before retention deletes its row: a week, so
+// a crash is still there to see after a weekend, and the list does not grow
+// with every restart of a node whose id is host-pid.
+const NodesGoneKept = 7 * 24 * time.Hour
+
 // ThroughputQuery asks for the throughput buckets of one span from Since on.
 type ThroughputQuery struct {
 	Span  Span

@@ -127,6 +127,10 @@ type NodeStore interface {
 	// Nodes lists nodes, newest heartbeat first; a node whose last heartbeat is
 	// older than goneAfter (by the database clock) is Gone.
 	Nodes(ctx context.Context, goneAfter time.Duration) ([]Node, error)
+	// PurgeNodes deletes the rows of nodes whose last sign of life (their last
+	// heartbeat, or their stop) is before cutoff, and returns how many it
+	// deleted. Retention calls it with now less NodesGoneKept.
+	PurgeNodes(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
 // LogStore queries and trims the execution log and the finished tasks.

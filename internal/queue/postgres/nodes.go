@@ -61,6 +61,15 @@ func (s *Store) Nodes(ctx context.Context, goneAfter time.Duration) ([]queue.Nod
 	return out, wrap(rows.Err(), "listing nodes")
 }
 
+// PurgeNodes implements queue.NodeStore.
+func (s *Store) PurgeNodes(ctx context.Context, cutoff time.Time) (int64, error) {
+	tag, err := s.execTag(ctx, `DELETE FROM readpast_nodes WHERE heartbeat_at < $1`, cutoff)
+	if err != nil {
+		return 0, wrap(err, "purging gone nodes")
+	}
+	return tag.RowsAffected(), nil
+}
+
 func orEmptyJSON(s string) string {
 	if s == "" {
 		return "{}"

@@ -63,6 +63,36 @@ var nodeTests = map[string]func(*testing.T, Harness){
 			}
 		}
 	},
+	"purge_deletes_nodes_gone_before_the_cutoff": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		for _, id := range []string{"silent", "stopped"} {
+			require.NoError(t, b.s.RegisterNode(b.ctx, queue.Node{ID: id}))
+		}
+		require.NoError(t, b.s.StopNode(b.ctx, "stopped"))
+		// The nodes' times are the database's; margins on both sides of the
+		// cutoff keep the test clear of the clocks' resolution.
+		time.Sleep(300 * time.Millisecond)
+		cutoff := time.Now()
+		time.Sleep(300 * time.Millisecond)
+		for _, id := range []string{"live", "stopped-since"} {
+			require.NoError(t, b.s.RegisterNode(b.ctx, queue.Node{ID: id}))
+		}
+		require.NoError(t, b.s.StopNode(b.ctx, "stopped-since"))
+
+		n, err := b.s.PurgeNodes(b.ctx, cutoff)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), n, "the node silent since before the cutoff and the one stopped before it")
+		nodes, err := b.s.Nodes(b.ctx, time.Hour)
+		require.NoError(t, err)
+		var ids []string
+		for _, nd := range nodes {
+			ids = append(ids, nd.ID)
+		}
+		require.ElementsMatch(t, []string{"live", "stopped-since"}, ids, "a node stopped after the cutoff stays listed, gone")
+		n, err = b.s.PurgeNodes(b.ctx, cutoff)
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing more to purge")
+	},
 	"heartbeat_of_an_unknown_node_fails": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		require.ErrorIs(t, b.s.HeartbeatNode(b.ctx, "nobody", "{}"), queue.ErrNotFound)

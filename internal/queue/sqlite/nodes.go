@@ -67,6 +67,19 @@ func (s *Store) Nodes(ctx context.Context, goneAfter time.Duration) ([]queue.Nod
 	return out, rows.Err()
 }
 
+// PurgeNodes implements queue.NodeStore.
+func (s *Store) PurgeNodes(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, "purging gone nodes", func(ctx context.Context, tx *sql.Tx, _ int64) error {
+		r, err := tx.ExecContext(ctx, `DELETE FROM readpast_nodes WHERE heartbeat_at < ?`, micros(cutoff))
+		if err == nil {
+			n, err = r.RowsAffected()
+		}
+		return err
+	})
+	return n, err
+}
+
 func orEmptyJSON(s string) string {
 	if s == "" {
 		return "{}"

@@ -114,3 +114,17 @@ func truncate(s string, n int) string {
 	}
 	return string(r[:n])
 }
+
+// PurgeNodes implements queue.NodeStore.
+func (s *Store) PurgeNodes(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := retryDeadlock(ctx, func() error {
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, purgeNodesBatch.text, purgeNodesArgs(cutoff)...).Scan(&n)
+		})
+	})
+	return n, wrap("purging gone nodes", err)
+}
+
+// purgeNodesArgs binds the purge-nodes batch's parameter.
+func purgeNodesArgs(cutoff time.Time) []any { return []any{sql.Named("cutoff", datetime2(cutoff))} }

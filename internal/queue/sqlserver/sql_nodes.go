@@ -61,6 +61,18 @@ WHERE id = @id;
 	params: []string{"id"},
 }
 
+// purgeNodesBatch deletes the rows of nodes whose last heartbeat (or stop)
+// is before @cutoff; the result is how many. The table holds a row per node
+// id, a handful: the scan is of those.
+var purgeNodesBatch = query{
+	name: "purge-nodes",
+	text: `SET NOCOUNT ON;
+DELETE FROM dbo.readpast_nodes WHERE heartbeat_at < @cutoff;
+SELECT @@ROWCOUNT;
+`,
+	params: []string{"cutoff"},
+}
+
 // nodesQuery lists nodes, newest heartbeat first; gone is decided on the
 // database clock, so nodes with skewed clocks agree.
 var nodesQuery = query{

@@ -86,6 +86,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{nodesQuery, nodesArgs(time.Minute)},
 		{logQuery, logq},
 		{logOfQueue, logqQueue},
+		{purgeNodesBatch, purgeNodesArgs(time.Now())},
 		{purgeAttemptsBatch, purge},
 		{purgeTasksBatch, purge},
 		{queueSettingsQuery, nil},
