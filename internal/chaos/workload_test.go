@@ -124,9 +124,10 @@ func queueCounts(s queue.Store, q string) (map[queue.State]int64, error) {
 
 // tally is what a run did, as the checks found it.
 type tally struct {
-	tasks    int
-	attempts map[queue.Outcome]int
-	repeats  int // effects of ordinary tasks written more than once
+	tasks     int
+	attempts  map[queue.Outcome]int
+	givenBack int // attempts of tasks claimed ahead and given back unstarted
+	repeats   int // effects of ordinary tasks written more than once
 }
 
 func (c tally) String() string {
@@ -136,7 +137,8 @@ func (c tally) String() string {
 			parts = append(parts, fmt.Sprintf("%s=%d", o, c.attempts[o]))
 		}
 	}
-	return fmt.Sprintf("%d tasks, attempts %s, %d repeated effects of ordinary tasks", c.tasks, strings.Join(parts, " "), c.repeats)
+	return fmt.Sprintf("%d tasks, attempts %s, %d given back unstarted, %d repeated effects of ordinary tasks",
+		c.tasks, strings.Join(parts, " "), c.givenBack, c.repeats)
 }
 
 // verify checks the run lost nothing and did nothing twice that it may not
@@ -144,6 +146,12 @@ func (c tally) String() string {
 // outcome than allowed; a transactional task's effect is there exactly once;
 // an ordinary task's effect is there at least once and repeats at most once
 // per attempt of it that did not succeed.
+//
+// An attempt of a task claimed ahead and given back unstarted is allowed in
+// any run and can have no effect: its body never started (docs/WORKERS.md,
+// "claiming ahead"; logged cancelled with the reason). It happens when no
+// slot frees within AheadWait, as when bodies wait that long for SQLite's
+// writer behind nodes killed and restarted on a loaded machine.
 func (w *workload) verify(t *testing.T, allowed ...queue.Outcome) tally {
 	t.Helper()
 	c := tally{attempts: map[queue.Outcome]int{}}
@@ -157,6 +165,10 @@ func (w *workload) verify(t *testing.T, allowed ...queue.Outcome) tally {
 	succeeded, notSucceeded := map[int64]int{}, map[int64]int{}
 	for id, recs := range attempts {
 		for _, r := range recs {
+			if givenBack(r) {
+				c.givenBack++
+				continue
+			}
 			c.attempts[r.Outcome]++
 			require.Contains(t, allowed, r.Outcome, "task %d (%s) attempt %d ended %s on %s: %s", id, w.tags[id], r.Attempt, r.Outcome, r.Node, r.Error)
 			if r.Outcome == queue.OutcomeSucceeded {
@@ -230,4 +242,10 @@ func (w *workload) effects(t *testing.T) map[string]int {
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// givenBack says r is the attempt of a task claimed ahead and given back
+// unstarted (workers' errGivenBack and errPaused).
+func givenBack(r queue.AttemptRecord) bool {
+	return r.Outcome == queue.OutcomeCancelled && strings.HasPrefix(r.Error, "claimed ahead and given back unstarted: ")
 }
