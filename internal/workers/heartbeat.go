@@ -2,8 +2,11 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
+
+	"readpast/internal/queue"
 )
 
 // heartbeater keeps the node's leases alive (asynq's heartbeat.go): every
@@ -19,7 +22,10 @@ type heartbeater struct {
 	nodeID string
 	lease  time.Duration
 	info   func() string // the node's snapshot, as JSON
-	log    *slog.Logger
+	// register writes the node's row anew, for a row that retention deleted
+	// while the node was silent (queue.NodesGoneKept).
+	register func(context.Context) error
+	log      *slog.Logger
 }
 
 // Start beats every third of the lease until ctx ends or Stop.
@@ -42,7 +48,12 @@ func (h *heartbeater) beat(ctx context.Context) {
 			h.pools.stop(res.CancelRequested, errCancelled)
 		}
 	}
-	if err := h.store.HeartbeatNode(callCtx, h.nodeID, h.info()); err != nil && ctx.Err() == nil {
+	err := h.store.HeartbeatNode(callCtx, h.nodeID, h.info())
+	if errors.Is(err, queue.ErrNotFound) {
+		h.log.Info("the node's row was gone (purged after a week of silence); registering again", "node", h.nodeID)
+		err = h.register(callCtx)
+	}
+	if err != nil && ctx.Err() == nil {
 		h.log.Warn("heartbeating node", "err", err)
 	}
 }

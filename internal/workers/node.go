@@ -50,7 +50,8 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 		lease: cfg.Lease, aheadFor: cfg.AheadFor, aheadWait: cfg.AheadWait, maxEnding: fin.maxEnding(),
 		observer: cfg.Observer, log: log})
 	n := &Node{cfg: cfg, store: store, log: log, ready: make(chan struct{}), pools: pools, finisher: fin}
-	n.heartbeater = &heartbeater{store: store, pools: pools, nodeID: cfg.NodeID, lease: cfg.Lease, info: n.info, log: log}
+	n.heartbeater = &heartbeater{store: store, pools: pools, nodeID: cfg.NodeID, lease: cfg.Lease, info: n.info,
+		register: n.register, log: log}
 	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: cfg.DefaultWorkers,
 		apply: pools.configure, log: log}
 	n.reclaimer = &reclaimer{store: store, interval: cfg.ReclaimEvery, wake: pools.wakeAll, log: log}
@@ -58,6 +59,14 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	n.retention = &retention{purge: logs.Retention{Store: store, LogAge: cfg.LogRetention, TaskAge: cfg.TaskRetention, Logger: log},
 		interval: cfg.RetentionEvery, log: log}
 	return n, nil
+}
+
+// register writes the node's row, started and heartbeating now: when the node
+// starts, and again if retention deleted the row while the node was silent
+// for longer than queue.NodesGoneKept (a machine suspended for a week).
+func (n *Node) register(ctx context.Context) error {
+	host, _ := os.Hostname()
+	return n.store.RegisterNode(ctx, queue.Node{ID: n.cfg.NodeID, Hostname: host, PID: os.Getpid(), Version: n.cfg.Version, Info: n.info()})
 }
 
 // ID is the node's id.
@@ -75,8 +84,7 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 // start work (settings, reclaim, listener) and the retention purge stop with
 // ctx.
 func (n *Node) Run(ctx context.Context) error {
-	host, _ := os.Hostname()
-	if err := n.store.RegisterNode(ctx, queue.Node{ID: n.cfg.NodeID, Hostname: host, PID: os.Getpid(), Version: n.cfg.Version}); err != nil {
+	if err := n.register(ctx); err != nil {
 		return fmt.Errorf("registering node: %w", err)
 	}
 	untilDrained := context.WithoutCancel(ctx)
