@@ -19,6 +19,7 @@ import (
 
 	"readpast/internal/queue"
 	"readpast/internal/testenv"
+	"readpast/internal/workers"
 )
 
 // database is one test database: its migrated store, as the test reads and
@@ -245,7 +246,7 @@ func (w *workload) effects(t *testing.T) map[string]int {
 }
 
 // givenBack says r is the attempt of a task claimed ahead and given back
-// unstarted (workers' errGivenBack and errPaused).
+// unstarted.
 func givenBack(r queue.AttemptRecord) bool {
-	return r.Outcome == queue.OutcomeCancelled && strings.HasPrefix(r.Error, "claimed ahead and given back unstarted: ")
+	return r.Outcome == queue.OutcomeCancelled && strings.HasPrefix(r.Error, workers.GivenBackPrefix)
 }

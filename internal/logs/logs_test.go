@@ -161,6 +161,32 @@ func TestRetentionPurgesInBatches(t *testing.T) {
 	})
 }
 
+// A purge deletes the rows of nodes gone longer than NodeAge (a week unless
+// set) and keeps the others.
+func TestRetentionPurgesGoneNodes(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachDialect(t, func(t *testing.T, e *testenv.Env) {
+		require.NoError(t, e.Store.RegisterNode(t.Context(), queue.Node{ID: "gone"}))
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, e.Store.RegisterNode(t.Context(), queue.Node{ID: "live"}))
+		week := &Retention{Store: e.Store}
+		_, err := week.PurgeOnce(t.Context())
+		require.NoError(t, err)
+		nodes, err := e.Store.Nodes(t.Context(), time.Hour)
+		require.NoError(t, err)
+		require.Len(t, nodes, 2, "by default a node goes after a week")
+
+		require.NoError(t, e.Store.HeartbeatNode(t.Context(), "live", "{}"))
+		r := &Retention{Store: e.Store, NodeAge: 250 * time.Millisecond}
+		_, err = r.PurgeOnce(t.Context())
+		require.NoError(t, err)
+		nodes, err = e.Store.Nodes(t.Context(), time.Hour)
+		require.NoError(t, err)
+		require.Len(t, nodes, 1)
+		require.Equal(t, "live", nodes[0].ID, "the node silent for longer than NodeAge went")
+	})
+}
+
 type countingPurge struct {
 	queue.Store
 	calls *int

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -35,6 +36,7 @@ type Retention struct {
 	Store   RetentionStore
 	LogAge  time.Duration // execution-log rows older than this go; 0 keeps them
 	TaskAge time.Duration // finished tasks older than this go; 0 keeps them
+	NodeAge time.Duration // rows of nodes gone longer than this go; 0: queue.NodesGoneKept
 	Batch   int           // most rows per delete; default 500
 	Pause   time.Duration // least pause between batches; default 50ms where writers run side by side
 	Logger  *slog.Logger  // where a purge that deleted rows says how many; nil: nowhere
@@ -61,15 +63,15 @@ const (
 )
 
 // PurgeOnce deletes everything past its age now and reports how many log rows
-// and tasks went. The throughput rollup's old buckets go too, and the rows of
-// nodes gone for longer than queue.NodesGoneKept, whatever the ages: each
-// keeps a fixed window (queue.RollupMinutesKept, queue.RollupHoursKept).
+// and tasks went. The throughput rollup's old buckets go too, whatever the
+// ages (queue.RollupMinutesKept, queue.RollupHoursKept), and the rows of nodes
+// gone for longer than NodeAge.
 func (r *Retention) PurgeOnce(ctx context.Context) (int64, error) {
 	now := time.Now()
 	if _, err := r.Store.PurgeRollups(ctx, now); err != nil {
 		return 0, err
 	}
-	if _, err := r.Store.PurgeNodes(ctx, now.Add(-queue.NodesGoneKept)); err != nil {
+	if _, err := r.Store.PurgeNodes(ctx, now.Add(-cmp.Or(r.NodeAge, queue.NodesGoneKept))); err != nil {
 		return 0, err
 	}
 	var total int64

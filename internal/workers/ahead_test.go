@@ -207,7 +207,7 @@ func TestPauseGivesBackTasksClaimedAhead(t *testing.T) {
 				require.NoError(t, err)
 				require.Len(t, recs, 1)
 				require.Equal(t, queue.OutcomeCancelled, recs[0].Outcome)
-				require.True(t, strings.HasPrefix(recs[0].Error, "claimed ahead and given back unstarted"), recs[0].Error)
+				require.True(t, strings.HasPrefix(recs[0].Error, GivenBackPrefix), recs[0].Error)
 				require.Equal(t, errPaused.Error(), recs[0].Error, "given back for the pause")
 				e.waitAll(t, longIDs, queue.StateSucceeded, 10*time.Second)
 				time.Sleep(300 * time.Millisecond)

@@ -16,9 +16,14 @@ var (
 	errLeaseLost = errors.New("lease lost: another node took the task over")
 	errShutdown  = errors.New("released at shutdown")
 	// A task claimed ahead (pool) given back before its body started.
-	errGivenBack = errors.New("claimed ahead and given back unstarted: no worker freed in time (Config.AheadWait)")
-	errPaused    = errors.New("claimed ahead and given back unstarted: the queue was paused or its workers set to 0")
+	errGivenBack = errors.New(GivenBackPrefix + "no worker freed in time (Config.AheadWait)")
+	errPaused    = errors.New(GivenBackPrefix + "the queue was paused or its workers set to 0")
 )
+
+// GivenBackPrefix starts the error of an attempt whose task was claimed ahead
+// and given back before its body started (logged cancelled): a reader of the
+// log tells by it that the body never ran.
+const GivenBackPrefix = "claimed ahead and given back unstarted: "
 
 // releases says whether an attempt stopped by cause gives its task back to
 // run again at once (Store.Release) rather than ending the attempt.

@@ -15,17 +15,14 @@ import (
 // writer connection must wait for it again afterwards (synchronous FULL = 2).
 func TestPurgesLeaveTheWriterDurable(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), queue.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
+	s := migratedStore(t, ctx)
 	synchronous := func() int {
 		var v int
 		require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v))
 		return v
 	}
 	require.Equal(t, 2, synchronous(), "writes wait for the disk")
-	_, err = s.PurgeTasks(ctx, time.Now(), 100)
+	_, err := s.PurgeTasks(ctx, time.Now(), 100)
 	require.NoError(t, err)
 	require.Equal(t, 2, synchronous(), "after purging tasks")
 	_, err = s.PurgeAttempts(ctx, time.Now(), 100)
@@ -38,4 +35,14 @@ func TestPurgesLeaveTheWriterDurable(t *testing.T) {
 	cancel()
 	_, _ = s.PurgeTasks(cancelled, time.Now(), 100)
 	require.Equal(t, 2, synchronous(), "after a cancelled purge")
+}
+
+// migratedStore is a store on a fresh file of the test's, migrated.
+func migratedStore(t *testing.T, ctx context.Context) *Store {
+	t.Helper()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), queue.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Migrate(ctx))
+	return s
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,11 +17,8 @@ import (
 // first and filtered the queue, reading every busy row.
 func TestLogPagesSkipOtherHistory(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), queue.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
-	_, err = s.w.ExecContext(ctx, `
+	s := migratedStore(t, ctx)
+	_, err := s.w.ExecContext(ctx, `
 		INSERT INTO readpast_attempts (task_id, attempt, queue, started_at, finished_at, duration_ms, outcome)
 		VALUES (1, 1, 'quiet', 0, 0, 0, 'succeeded'), (2, 1, 'quiet', 0, 0, 0, 'failed');
 		WITH RECURSIVE n(i) AS (SELECT 3 UNION ALL SELECT i + 1 FROM n WHERE i < 20002)
