@@ -46,3 +46,34 @@ func TestEveryDialectHasTheSameMigrationVersions(t *testing.T) {
 		}
 	}
 }
+
+// Every SQL Server migration that changes something runs all or nothing (Up's
+// comment): XACT_ABORT ON, one transaction, committed at the end. Version 13
+// shipped without it, so a failure between its two statements would have left
+// the log with neither index by queue.
+func TestEverySQLServerMigrationIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	entries, err := fs.ReadDir(FS, string(dialect.SQLServer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := fs.ReadFile(FS, string(dialect.SQLServer)+"/"+e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var statements []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "--") {
+				statements = append(statements, line)
+			}
+		}
+		if slices.Equal(statements, []string{"SELECT 1;"}) {
+			continue // a version with nothing to change on this dialect
+		}
+		if len(statements) < 3 || statements[0] != "SET XACT_ABORT ON;" || statements[1] != "BEGIN TRANSACTION;" ||
+			statements[len(statements)-1] != "COMMIT TRANSACTION;" {
+			t.Errorf("%s: a SQL Server migration must start with SET XACT_ABORT ON; BEGIN TRANSACTION; and end with COMMIT TRANSACTION;", e.Name())
+		}
+	}
+}

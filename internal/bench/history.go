@@ -45,6 +45,14 @@ var historyQueues = []string{historyQueuePrefix + "0", historyQueuePrefix + "1",
 // find it has none.
 const quietQueue = historyQueuePrefix + "quiet"
 
+// historyGroup and historySchedule have the third history queue's finished
+// tasks and the quiet queue's pending ones: a page of their pending tasks must
+// not walk their history to find them.
+const (
+	historyGroup    = historyQueuePrefix + "group"
+	historySchedule = historyQueuePrefix + "schedule"
+)
+
 // historyGoal is SPEC §9's bound: every request at most this many times its
 // cost on the store without history.
 const historyGoal = 1.5
@@ -180,6 +188,9 @@ func historyRequests(base string, l liveSet) []historyRequest {
 		page("/tasks?queue=" + q),
 		page("/tasks?queue=" + q + "&state=succeeded"),
 		page("/tasks?queue=" + quietQueue + "&state=succeeded"),
+		page("/tasks?group=" + historyGroup + "&state=pending"),
+		page("/tasks?group=" + historyGroup + "&state=cancelled"),
+		page("/tasks?schedule=" + historySchedule + "&state=pending"),
 		page(fmt.Sprintf("/tasks/%d", l.pending)),
 		page(fmt.Sprintf("/tasks/%d", l.done)),
 		page("/logs"),
@@ -192,6 +203,7 @@ func historyRequests(base string, l liveSet) []historyRequest {
 		api("/api/queues"),
 		api("/api/tasks?state=succeeded"),
 		api("/api/tasks?queue=" + q + "&state=pending"),
+		api("/api/tasks?group=" + historyGroup + "&state=pending"),
 		api("/api/logs?outcome=succeeded"),
 		api("/api/nodes"),
 		{"metrics", "/metrics", base + "/metrics"},

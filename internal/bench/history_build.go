@@ -34,7 +34,8 @@ type historyShape struct {
 // beside the tasks, as finishes would have: the finished counts
 // (readpast_counts) and the throughput rollups of the attempts inside their
 // windows. Tasks are spread over the queues, one in a hundred failed, and
-// finish over historyDays days in id order.
+// finish over historyDays days in id order; the third queue's are of one
+// group and one schedule (historyGroup, historySchedule).
 func buildHistory(ctx context.Context, c Config, h historyShape, n int) error {
 	tmpl, ok := historySQL[c.Dialect]
 	if !ok {
@@ -105,11 +106,13 @@ func settle(ctx context.Context, c Config) error {
 // {end} days ago, with their log rows, counts and rollups.
 var historySQL = map[dialect.Dialect]string{
 	dialect.Postgres: `
-INSERT INTO readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error)
+INSERT INTO readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error,
+                            group_name, schedule_name)
 SELECT '{prefix}' || (g % {queues}), 'SELECT 1 -- history', f - interval '2 seconds',
        CASE WHEN g % 100 = 0 THEN 'failed' ELSE 'succeeded' END, 1,
        f - interval '2 seconds', f - interval '1 second', f,
-       CASE WHEN g % 100 = 0 THEN 'bench: failed on purpose' END
+       CASE WHEN g % 100 = 0 THEN 'bench: failed on purpose' END,
+       CASE WHEN g % {queues} = 2 THEN '{prefix}group' END, CASE WHEN g % {queues} = 2 THEN '{prefix}schedule' END
   FROM generate_series(1, {n}) g
  CROSS JOIN LATERAL (SELECT now() - interval '{end} days' - interval '{days} days' * (1 - g::float8 / {n}) AS f) t;
 INSERT INTO readpast_attempts (task_id, attempt, queue, node, worker, started_at, finished_at, duration_ms, outcome, error)
@@ -127,14 +130,16 @@ SELECT sp.span, date_trunc(sp.span, a.finished_at), a.queue, a.outcome, count(*)
 ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = tp.n + excluded.n, busy_ms = tp.busy_ms + excluded.busy_ms;`,
 
 	dialect.SQLite: `
-INSERT INTO readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error)
+INSERT INTO readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error,
+                            group_name, schedule_name)
 WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < {n}),
      t(g, f) AS (SELECT g, CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)
                            - CAST(({end} + {days} * (1 - CAST(g AS REAL) / {n})) * 86400000000.0 AS INTEGER) FROM s)
 SELECT '{prefix}' || (g % {queues}), 'SELECT 1 -- history', f - 2000000,
        CASE WHEN g % 100 = 0 THEN 'failed' ELSE 'succeeded' END, 1,
        f - 2000000, f - 1000000, f,
-       CASE WHEN g % 100 = 0 THEN 'bench: failed on purpose' END
+       CASE WHEN g % 100 = 0 THEN 'bench: failed on purpose' END,
+       CASE WHEN g % {queues} = 2 THEN '{prefix}group' END, CASE WHEN g % {queues} = 2 THEN '{prefix}schedule' END
   FROM t;
 INSERT INTO readpast_attempts (task_id, attempt, queue, node, worker, started_at, finished_at, duration_ms, outcome, error)
 SELECT id, 1, queue, 'bench', 'bench-w1', started_at, finished_at, 1000, state, coalesce(last_error, '')
@@ -157,11 +162,13 @@ ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = n + excluded.n, bus
 WITH s AS (SELECT TOP ({n}) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS g
              FROM sys.all_columns a CROSS JOIN sys.all_columns b),
      t AS (SELECT g, DATEADD(second, -CAST(({end} + {days} * (1 - CAST(g AS float) / {n})) * 86400.0 AS int), SYSUTCDATETIME()) AS f FROM s)
-INSERT INTO dbo.readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error)
+INSERT INTO dbo.readpast_tasks (queue, body, available_at, state, attempts, created_at, started_at, finished_at, last_error,
+                                group_name, schedule_name)
 SELECT CONCAT(N'{prefix}', g % {queues}), N'SELECT 1 -- history', DATEADD(second, -2, f),
        CASE WHEN g % 100 = 0 THEN 'failed' ELSE 'succeeded' END, 1,
        DATEADD(second, -2, f), DATEADD(second, -1, f), f,
-       CASE WHEN g % 100 = 0 THEN N'bench: failed on purpose' END
+       CASE WHEN g % 100 = 0 THEN N'bench: failed on purpose' END,
+       CASE WHEN g % {queues} = 2 THEN N'{prefix}group' END, CASE WHEN g % {queues} = 2 THEN N'{prefix}schedule' END
   FROM t;
 INSERT INTO dbo.readpast_attempts (task_id, attempt, queue, node, worker, started_at, finished_at, duration_ms, outcome, error)
 SELECT id, 1, queue, N'bench', N'bench-w1', started_at, finished_at, 1000, state, COALESCE(last_error, N'')

@@ -32,8 +32,9 @@ const (
 // in each bucket one of the three queues' attempts failed, the others
 // succeeded, so that every list the requests read has a full page without
 // history); the first queue keeps one task running; the quiet queue has
-// pending tasks only. The queues are paused (no node of another part runs
-// them) and a node is registered.
+// pending tasks only, of historyGroup, and as many runs of historySchedule.
+// The queues are paused (no node of another part runs them) and a node is
+// registered.
 func seedLiveSet(ctx context.Context, s queue.Store) (liveSet, error) {
 	l := liveSet{node: "bench-web-node", finished: int64(liveFinished * len(historyQueues))}
 	qs, err := s.QueueSettings(ctx)
@@ -48,9 +49,12 @@ func seedLiveSet(ctx context.Context, s queue.Store) (liveSet, error) {
 		}
 		quiet := make([]queue.NewTask, livePending)
 		for i := range quiet {
-			quiet[i] = queue.NewTask{Queue: quietQueue, Body: fmt.Sprintf("SELECT %d -- quiet", i)}
+			quiet[i] = queue.NewTask{Queue: quietQueue, Body: fmt.Sprintf("SELECT %d -- quiet", i), Group: historyGroup}
 		}
 		if _, err := s.Enqueue(ctx, quiet); err != nil {
+			return l, err
+		}
+		if err := seedScheduleRuns(ctx, s); err != nil {
 			return l, err
 		}
 		if _, err := s.UpdateQueue(ctx, quietQueue, queue.QueueUpdate{Paused: ptr(true), Actor: "bench"}); err != nil {
@@ -124,6 +128,22 @@ func seedLiveQueue(ctx context.Context, s queue.Store, q string, nth int) error 
 	}
 	_, err = s.UpdateQueue(ctx, q, queue.QueueUpdate{Paused: ptr(true), Actor: "bench"})
 	return err
+}
+
+// seedScheduleRuns gives historySchedule, paused, livePending pending runs
+// in the quiet queue.
+func seedScheduleRuns(ctx context.Context, s queue.Store) error {
+	_, err := s.CreateSchedule(ctx, queue.ScheduleDef{Name: historySchedule, Cron: "0 1 * * *", Paused: true,
+		Overlap: queue.OverlapAllow, Task: queue.ScheduleTask{Queue: quietQueue, Body: "SELECT 1 -- scheduled"}}, "bench")
+	if err != nil {
+		return fmt.Errorf("schedule %s: %w", historySchedule, err)
+	}
+	for range livePending {
+		if _, err := s.RunSchedule(ctx, historySchedule, "bench"); err != nil {
+			return fmt.Errorf("schedule %s: %w", historySchedule, err)
+		}
+	}
+	return nil
 }
 
 func namesOf(qs []queue.Queue) []string {

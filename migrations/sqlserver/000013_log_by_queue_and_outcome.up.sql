@@ -14,5 +14,14 @@
 -- (ONLINE = ON is an Enterprise feature): finishes, which write log rows, wait
 -- for it as long as one read of the whole log takes. Run the migration when
 -- the queues are quiet.
+
+-- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
+-- the transaction back on any error, and a batch cut short leaves it open until
+-- the migration's session ends, which rolls it back (queue.MigrateUp).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+
 CREATE INDEX readpast_attempts_list ON dbo.readpast_attempts (queue, outcome, id);
 DROP INDEX readpast_attempts_queue ON dbo.readpast_attempts;
+
+COMMIT TRANSACTION;

@@ -68,8 +68,10 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 
 // listSQL is List's query. Each filter reads an index in id order (migration
 // 000008): (queue, state) and a queue's states by readpast_tasks_list, running
-// tasks by readpast_tasks_running, groups and chains by their own; a state over
-// all queues is merged per queue.
+// tasks by readpast_tasks_running, chains by their own, groups and schedules
+// by theirs, which hold one range per state (migration 000014); a state over
+// all queues is merged per queue, and every state of a queue, a group or a
+// schedule per state.
 func listSQL(p queue.ListParams) (string, []any, error) {
 	limit, err := queue.CheckList(p)
 	if err != nil {
@@ -97,8 +99,12 @@ func listSQL(p queue.ListParams) (string, []any, error) {
 	var q string
 	var args []any
 	switch {
-	case p.Group != "" || p.Chain != "" || p.Schedule != "":
-		q, args = pg.one(limit) // by the group's, the chain's or the schedule's own index
+	case p.Chain != "":
+		q, args = pg.one(limit) // by the chain's own index: a chain is as long as its enqueue made it
+	case (p.Group != "" || p.Schedule != "") && p.State == "":
+		q, args = pg.split(equalsEach("state", queue.States), limit)
+	case p.Group != "" || p.Schedule != "":
+		q, args = pg.one(limit)
 	case p.Queue != "" && p.State == "":
 		q, args = pg.split(equalsEach("state", queue.States), limit)
 	case p.Queue == "" && p.State != "" && p.State != queue.StateRunning:

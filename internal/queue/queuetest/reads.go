@@ -58,6 +58,53 @@ var readTests = map[string]func(*testing.T, Harness){
 		require.Equal(t, 29, count(queue.ListParams{State: queue.StatePending, Queue: "q0"}))
 		require.Equal(t, 15, count(queue.ListParams{Queue: "q2", Group: "g0"}))
 
+		// Tasks of every state in groups and in a schedule: each filter's
+		// keyset pages are exactly its tasks, newest first, whether the store
+		// reads one index range or merges one per state (migration 000014).
+		for _, g := range []string{"g0", "g1"} {
+			require.NoError(t, b.s.SetGroupLimit(b.ctx, g, 100, "t"))
+		}
+		for range 3 {
+			done := b.claim(t, "q1", 1)
+			require.Len(t, done, 1)
+			b.finish(t, done[0], queue.OutcomeSucceeded, "")
+		}
+		b.createSchedule(t, queue.ScheduleDef{Name: "sx", Cron: "0 1 * * *", Paused: true, Overlap: queue.OverlapAllow,
+			Task: queue.ScheduleTask{Queue: "qs", Body: "SELECT 1", Group: "g1"}})
+		for range 9 {
+			_, err := b.s.RunSchedule(b.ctx, "sx", "t")
+			require.NoError(t, err)
+		}
+		for _, task := range b.claim(t, "qs", 1) {
+			b.finish(t, task, queue.OutcomeSucceeded, "")
+		}
+		b.claim(t, "qs", 1)
+		for _, p := range []queue.ListParams{{Queue: "q2", State: queue.StatePending}, {Schedule: "sx", State: queue.StatePending}} {
+			first, err := b.s.List(b.ctx, queue.ListParams{Queue: p.Queue, Schedule: p.Schedule, State: p.State, Limit: 1})
+			require.NoError(t, err)
+			require.Len(t, first, 1)
+			_, err = b.s.Cancel(b.ctx, first[0].ID, "t")
+			require.NoError(t, err)
+		}
+		everything := pagesOf(t, b, queue.ListParams{})
+		for _, p := range []queue.ListParams{
+			{Group: "g0"}, {Group: "g1"}, {Group: "g1", State: queue.StateSucceeded}, {Group: "g0", State: queue.StatePending},
+			{Group: "g0", State: queue.StateCancelled}, {Group: "g1", State: queue.StateRunning}, {Group: "g0", Queue: "q1"},
+			{Schedule: "sx"}, {Schedule: "sx", State: queue.StatePending}, {Schedule: "sx", State: queue.StateSucceeded},
+			{Schedule: "sx", State: queue.StateCancelled}, {Schedule: "sx", Queue: "qs"}, {Schedule: "sx", Group: "g1"},
+			{Group: "g1", Chain: "c1"}, {Queue: "q1"}, {State: queue.StateSucceeded},
+		} {
+			var want []int64
+			for _, task := range everything {
+				if (p.Group == "" || task.Group == p.Group) && (p.Schedule == "" || task.Schedule == p.Schedule) &&
+					(p.State == "" || task.State == p.State) && (p.Queue == "" || task.Queue == p.Queue) &&
+					(p.Chain == "" || task.Chain == p.Chain) {
+					want = append(want, task.ID)
+				}
+			}
+			require.Equal(t, want, ids(pagesOf(t, b, p)), "the pages of %+v", p)
+		}
+
 		_, err := b.s.List(b.ctx, queue.ListParams{State: "bogus"})
 		require.True(t, queue.IsValidation(err), "an unknown state is a validation error, got %v", err)
 		_, err = b.s.Get(b.ctx, 123456789)
@@ -93,4 +140,20 @@ var readTests = map[string]func(*testing.T, Harness){
 		require.NoError(t, err)
 		require.Contains(t, b.get(t, idle).Why, "queue idle is set to 0 workers", "a queue nobody works says so")
 	},
+}
+
+// pagesOf lists every task that matches p, newest first, in keyset pages of 7.
+func pagesOf(t *testing.T, b bundle, p queue.ListParams) []*queue.Task {
+	t.Helper()
+	var out []*queue.Task
+	for p.Limit = 7; ; {
+		page, err := b.s.List(b.ctx, p)
+		require.NoError(t, err, "listing %+v", p)
+		if len(page) == 0 {
+			return out
+		}
+		require.LessOrEqual(t, len(page), 7)
+		out = append(out, page...)
+		p.Before = page[len(page)-1].ID
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -78,23 +77,11 @@ func attemptsSQL(q queue.LogQuery) (string, []any, error) {
 		add("id < ?", q.Before)
 	}
 	if q.TaskID == 0 && q.Queue != "" && q.Outcome == "" {
-		// One range per outcome, each read newest first as far as the page
-		// goes; the page is the newest of their rows.
-		branches := make([]string, len(queue.Outcomes))
-		var all []any
-		for i, o := range queue.Outcomes {
-			branches[i] = `SELECT id FROM (SELECT id FROM readpast_attempts WHERE ` + strings.Join(where, " AND ") +
-				` AND outcome = ? ORDER BY id DESC LIMIT ?)`
-			all = append(append(all, args...), string(o), limit)
-		}
-		return `SELECT ` + attemptColumns + ` FROM readpast_attempts WHERE id IN (` +
-			strings.Join(branches, " UNION ALL ") + `) ORDER BY id DESC LIMIT ?`, append(all, limit), nil
+		query, args := mergedPage(attemptColumns, "readpast_attempts", where, args, "outcome", queue.Outcomes, limit)
+		return query, args, nil
 	}
-	query := `SELECT ` + attemptColumns + ` FROM readpast_attempts`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	return query + ` ORDER BY id DESC LIMIT ?`, append(args, limit), nil
+	query, args := keysetPage(attemptColumns, "readpast_attempts", where, args, limit)
+	return query, args, nil
 }
 
 // TaskAttempts implements queue.Store.

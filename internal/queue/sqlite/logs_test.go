@@ -36,17 +36,7 @@ func TestLogPagesSkipOtherHistory(t *testing.T) {
 	} {
 		query, args, err := attemptsSQL(c.q)
 		require.NoError(t, err)
-		rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
+		plan := queryPlan(t, s, query, args)
 		for _, step := range plan {
 			if !strings.Contains(step, "readpast_attempts") {
 				continue

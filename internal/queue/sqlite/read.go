@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -130,9 +129,33 @@ func (s *Store) why(ctx context.Context, t *queue.Task) (string, error) {
 
 // List implements queue.Store.
 func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
-	limit, err := queue.CheckList(p)
+	q, args, err := listSQL(p)
 	if err != nil {
 		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []*queue.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// listSQL is List's query, a keyset page newest first. Each filter reads an
+// index in id order; a group's and a schedule's hold one range per state
+// (migration 000014), and every state of one is a merge of their newest rows.
+func listSQL(p queue.ListParams) (string, []any, error) {
+	limit, err := queue.CheckList(p)
+	if err != nil {
+		return "", nil, err
 	}
 	var where []string
 	var args []any
@@ -158,24 +181,12 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 	if p.Before > 0 {
 		add("id < ?", p.Before)
 	}
-	q := `SELECT ` + taskColumns + ` FROM readpast_tasks`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+	if (p.Group != "" || p.Schedule != "") && p.State == "" && p.Chain == "" {
+		q, args := mergedPage(taskColumns, "readpast_tasks", where, args, "state", queue.States, limit)
+		return q, args, nil
 	}
-	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("listing tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []*queue.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	q, args := keysetPage(taskColumns, "readpast_tasks", where, args, limit)
+	return q, args, nil
 }
 
 // Queues implements queue.Store.

@@ -46,11 +46,7 @@ func attemptsArgs(q queue.LogQuery) (query, []any, error) {
 		"until":   datetime2(q.Until),
 		"before":  max(q.Before, 0),
 	}
-	args := make([]any, len(lq.params))
-	for i, name := range lq.params {
-		args[i] = sql.Named(name, values[name])
-	}
-	return lq, args, nil
+	return lq, namedArgs(lq, values), nil
 }
 
 // scanAttempt reads one row of the attempts columns.

@@ -217,3 +217,13 @@ func ClaimBatch(p queue.ClaimParams) (string, []any, error) {
 	}
 	return claimBatch.text, claimArgs(p, token), nil
 }
+
+// namedArgs binds q's parameters, in its order, from values by name: one
+// operation picks among queries whose parameters differ.
+func namedArgs(q query, values map[string]any) []any {
+	args := make([]any, len(q.params))
+	for i, name := range q.params {
+		args[i] = sql.Named(name, values[name])
+	}
+	return args
+}

@@ -60,14 +60,14 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 
 // List returns tasks newest first, filtered, one keyset page at a time.
 func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
-	args, err := listArgs(p)
+	lq, args, err := listArgs(p)
 	if err != nil {
 		return nil, err
 	}
 	var tasks []*queue.Task
 	err = retryDeadlock(ctx, func() error {
 		var err error
-		tasks, err = queryTasks(ctx, s.db, listTasksQuery.text, args...)
+		tasks, err = queryTasks(ctx, s.db, lq.text, args...)
 		return err
 	})
 	if err != nil {
@@ -76,25 +76,31 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 	return tasks, nil
 }
 
-// listArgs validates the filters and binds the list query's parameters.
-func listArgs(p queue.ListParams) ([]any, error) {
+// listArgs validates the filters, picks the query for them (listTasksQuery; a
+// group's or a schedule's tasks of every state merge a range per state,
+// listTasksByStateQuery) and binds that query's parameters.
+func listArgs(p queue.ListParams) (query, []any, error) {
 	limit, err := queue.CheckList(p)
 	if err != nil {
-		return nil, err
+		return query{}, nil, err
+	}
+	lq := listTasksQuery
+	if (p.Group != "" || p.Schedule != "") && p.State == "" && p.Chain == "" {
+		lq = listTasksByStateQuery
 	}
 	var state any = sql.NullString{}
 	if p.State != "" {
 		state = varchar(string(p.State))
 	}
-	return []any{
-		sql.Named("limit", limit),
-		sql.Named("state", state),
-		sql.Named("queue", nullString(p.Queue)),
-		sql.Named("group", nullString(p.Group)),
-		sql.Named("chain", nullString(p.Chain)),
-		sql.Named("schedule", nullString(p.Schedule)),
-		sql.Named("before", max(p.Before, 0)),
-	}, nil
+	return lq, namedArgs(lq, map[string]any{
+		"limit":    limit,
+		"state":    state,
+		"queue":    nullString(p.Queue),
+		"group":    nullString(p.Group),
+		"chain":    nullString(p.Chain),
+		"schedule": nullString(p.Schedule),
+		"before":   max(p.Before, 0),
+	}), nil
 }
 
 // Queues lists every known queue with its settings and counts per state.

@@ -44,7 +44,7 @@ var attemptsOfQueueQuery = query{
 	text: `SELECT TOP (@limit) a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
        a.started_at, a.finished_at, a.duration_ms, a.outcome, a.error,
        a.rows_affected, a.messages
-FROM (VALUES ` + outcomeRows() + `) AS o (outcome)
+FROM (VALUES ` + valueRows(queue.Outcomes) + `) AS o (outcome)
 CROSS APPLY (SELECT TOP (@limit) x.id
                FROM dbo.readpast_attempts AS x
               WHERE x.queue = @queue AND x.outcome = o.outcome
@@ -59,12 +59,13 @@ OPTION (RECOMPILE);
 	params: []string{"limit", "queue", "since", "until", "before"},
 }
 
-// outcomeRows is every outcome as rows of a VALUES list, ('succeeded'), …:
-// varchar literals, the column's own type, so each seek compares like types.
-func outcomeRows() string {
-	rows := make([]string, len(queue.Outcomes))
-	for i, o := range queue.Outcomes {
-		rows[i] = "('" + string(o) + "')"
+// valueRows is a fixed set of values (every outcome, every state) as the
+// rows of a VALUES list, ('succeeded'), …: varchar literals, the columns' own
+// type, so each seek compares like types.
+func valueRows[T ~string](values []T) string {
+	rows := make([]string, len(values))
+	for i, v := range values {
+		rows[i] = "('" + string(v) + "')"
 	}
 	return strings.Join(rows, ", ")
 }

@@ -1,5 +1,7 @@
 package sqlserver
 
+import "readpast/internal/queue"
+
 // Reads for the dashboard and the API. They take no hints: at READ COMMITTED
 // they never see uncommitted data, and with READ_COMMITTED_SNAPSHOT ON (which a
 // DBA may well enable) they do not even wait for writers.
@@ -48,8 +50,10 @@ WHERE t.id = @id;
 // listTasksQuery is the keyset page, newest first. Each filter is off when its
 // parameter is NULL (@before: 0). OPTION (RECOMPILE) compiles the statement for
 // the filters actually given, so each call seeks the index that matches them
-// ((state, id), (queue, id), (queue, state, id), (group_name, id),
-// (chain, stage, id)) instead of one plan for all combinations.
+// ((state, id), (queue, id), (queue, state, id), (group_name, state, id),
+// (schedule_name, state, id), (chain, stage, id)) instead of one plan for all
+// combinations. A group's or a schedule's tasks of every state take
+// listTasksByStateQuery instead.
 var listTasksQuery = query{
 	name: "list-tasks",
 	text: `SELECT TOP (@limit) ` + columns("t") + `
@@ -64,6 +68,32 @@ ORDER BY t.id DESC
 OPTION (RECOMPILE);
 `,
 	params: []string{"limit", "state", "queue", "group", "chain", "schedule", "before"},
+}
+
+// listTasksByStateQuery is listTasksQuery for a group's or a schedule's tasks
+// of every state (@group or @schedule given; no state, no chain). Their
+// indexes, (group_name, state, id) and (schedule_name, state, id), hold them
+// as one range per state (migration 000014): the newest @limit ids of each
+// range are sought, and the page is the newest of those, read by primary key.
+// Seeking the group alone and sorting by id would read all of its history for
+// each page.
+var listTasksByStateQuery = query{
+	name: "list-tasks-by-state",
+	text: `SELECT TOP (@limit) ` + columns("t") + `
+FROM (VALUES ` + valueRows(queue.States) + `) AS s (state)
+CROSS APPLY (SELECT TOP (@limit) x.id
+               FROM dbo.readpast_tasks AS x
+              WHERE x.state = s.state
+                AND (@queue IS NULL OR x.queue = @queue)
+                AND (@group IS NULL OR x.group_name = @group)
+                AND (@schedule IS NULL OR x.schedule_name = @schedule)
+                AND (@before = 0 OR x.id < @before)
+              ORDER BY x.id DESC) AS p
+JOIN dbo.readpast_tasks AS t ON t.id = p.id
+ORDER BY t.id DESC
+OPTION (RECOMPILE);
+`,
+	params: []string{"limit", "queue", "group", "schedule", "before"},
 }
 
 // queuesQuery lists queues (all, or the one named by @name) with their task

@@ -47,7 +47,11 @@ func allBoundQueries(t *testing.T) []boundQuery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := listArgs(queue.ListParams{State: queue.StatePending, Queue: "q"})
+	listQuery, list, err := listArgs(queue.ListParams{State: queue.StatePending, Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groupQuery, group, err := listArgs(queue.ListParams{Group: "g", Queue: "q", Before: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +80,8 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{setGroupLimitBatch, setGroupLimitArgs("g", 2, "ann")},
 		{enqueueBatch, enq},
 		{getTaskQuery, idArgs("id", 1)},
-		{listTasksQuery, list},
+		{listQuery, list},
+		{groupQuery, group},
 		{queuesQuery, queuesArgs("q")},
 		{groupsQuery, nil},
 		{taskAttemptsQuery, idArgs("task_id", 1)},
@@ -433,7 +438,7 @@ func TestBackoffMillisFollowQueueBackoff(t *testing.T) {
 }
 
 func TestListArgs(t *testing.T) {
-	args, err := listArgs(queue.ListParams{})
+	_, args, err := listArgs(queue.ListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,11 +446,24 @@ func TestListArgs(t *testing.T) {
 		t.Errorf("default limit = %v, want 50", v)
 	}
 	for _, p := range []queue.ListParams{{Limit: 1001}, {Limit: -1}, {State: "done"}} {
-		if _, err := listArgs(p); !queue.IsValidation(err) {
+		if _, _, err := listArgs(p); !queue.IsValidation(err) {
 			t.Errorf("listArgs(%+v) err = %v, want a validation error", p, err)
 		}
 	}
-	args, err = listArgs(queue.ListParams{State: queue.StateRunning})
+	// Every state of a group or a schedule merges a range per state of its
+	// index (migration 000014); with a state, or a chain, one seek serves.
+	for p, want := range map[queue.ListParams]string{
+		{Group: "g"}:                            listTasksByStateQuery.name,
+		{Schedule: "s", Queue: "q"}:             listTasksByStateQuery.name,
+		{Group: "g", State: queue.StatePending}: listTasksQuery.name,
+		{Group: "g", Chain: "c"}:                listTasksQuery.name,
+		{Queue: "q"}:                            listTasksQuery.name,
+	} {
+		if lq, _, err := listArgs(p); err != nil || lq.name != want {
+			t.Errorf("listArgs(%+v) = %s, %v; want %s", p, lq.name, err, want)
+		}
+	}
+	_, args, err = listArgs(queue.ListParams{State: queue.StateRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
