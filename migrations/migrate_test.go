@@ -49,8 +49,9 @@ func TestEveryDialectHasTheSameMigrationVersions(t *testing.T) {
 
 // Every SQL Server migration that changes something runs all or nothing (Up's
 // comment): XACT_ABORT ON, one transaction, committed at the end. Version 13
-// shipped without it, so a failure between its two statements would have left
-// the log with neither index by queue.
+// shipped without it: a failure of its DROP would have kept the index its
+// CREATE had made, so the migration, run again, would have failed on that
+// index for ever.
 func TestEverySQLServerMigrationIsOneTransaction(t *testing.T) {
 	t.Parallel()
 	entries, err := fs.ReadDir(FS, string(dialect.SQLServer))

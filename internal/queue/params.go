@@ -90,6 +90,14 @@ type ListParams struct {
 	Limit    int   // 1–1000; 0 means 50
 }
 
+// EveryStateOfGroupOrSchedule reports whether p asks for a group's or a
+// schedule's tasks of every state (no chain): their list indexes hold one
+// range per state (migration 000014), so every store pages them by merging
+// the newest rows of each range.
+func (p ListParams) EveryStateOfGroupOrSchedule() bool {
+	return (p.Group != "" || p.Schedule != "") && p.State == "" && p.Chain == ""
+}
+
 // QueueUpdate changes queue settings; nil fields are left as they are.
 type QueueUpdate struct {
 	Workers         *int

@@ -12,10 +12,13 @@
 --
 -- No cost on the hot path: a claim or a finish changes the state, which
 -- already makes PostgreSQL write a new entry in every index the row is in.
--- On a large table each build reads it once and holds a SHARE lock until it
--- ends, which makes enqueues, claims and finishes wait: run the migration when
--- the queues are quiet.
+--
+-- The file is one transaction. The new indexes are built first, under new
+-- names: each build reads the table once and holds a SHARE lock, which makes
+-- enqueues, claims and finishes wait while the dashboard still reads; only the
+-- DROPs at the end take the table's exclusive lock, until the commit right
+-- after. On a large table, run the migration when the queues are quiet.
+CREATE INDEX readpast_tasks_group_state ON readpast_tasks (group_name, state, id) WHERE group_name IS NOT NULL;
+CREATE INDEX readpast_tasks_schedule_state ON readpast_tasks (schedule_name, state, id) WHERE schedule_name IS NOT NULL;
 DROP INDEX readpast_tasks_group;
-CREATE INDEX readpast_tasks_group ON readpast_tasks (group_name, state, id) WHERE group_name IS NOT NULL;
 DROP INDEX readpast_tasks_schedule;
-CREATE INDEX readpast_tasks_schedule ON readpast_tasks (schedule_name, state, id) WHERE schedule_name IS NOT NULL;

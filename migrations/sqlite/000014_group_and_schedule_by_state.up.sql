@@ -13,8 +13,9 @@
 --
 -- The cost: a claim or a finish of a grouped or scheduled task now moves its
 -- entry in that index too, since the state is part of it; the index count per
--- task stays the same. On a large table each build reads it once.
+-- task stays the same. On a large table each build reads it once; readers
+-- of the WAL go on reading meanwhile.
+CREATE INDEX readpast_tasks_group_state ON readpast_tasks (group_name, state, id) WHERE group_name IS NOT NULL;
+CREATE INDEX readpast_tasks_schedule_state ON readpast_tasks (schedule_name, state, id) WHERE schedule_name IS NOT NULL;
 DROP INDEX readpast_tasks_group;
-CREATE INDEX readpast_tasks_group ON readpast_tasks (group_name, state, id) WHERE group_name IS NOT NULL;
 DROP INDEX readpast_tasks_schedule;
-CREATE INDEX readpast_tasks_schedule ON readpast_tasks (schedule_name, state, id) WHERE schedule_name IS NOT NULL;

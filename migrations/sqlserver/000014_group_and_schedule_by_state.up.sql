@@ -15,9 +15,12 @@
 -- entry in that index too, since the state is a key column; the index count
 -- per task stays the same.
 --
--- Each build reads the table once and holds a shared lock on it until it ends
--- (ONLINE = ON is an Enterprise feature): enqueues, claims and finishes wait
--- for it. Run the migration when the queues are quiet.
+-- The new indexes are built first, under new names: each build reads the
+-- table once and holds a shared lock on it until it ends (ONLINE = ON is an
+-- Enterprise feature), so enqueues, claims and finishes wait while the
+-- dashboard still reads. Only the DROPs at the end take a schema-modification
+-- lock, until the COMMIT right after. On a large table, run the migration when
+-- the queues are quiet.
 
 -- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
 -- the transaction back on any error, and a batch cut short leaves it open until
@@ -25,9 +28,9 @@
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 
+CREATE INDEX readpast_tasks_group_state ON dbo.readpast_tasks (group_name, state, id) WHERE group_name IS NOT NULL;
+CREATE INDEX readpast_tasks_schedule_state ON dbo.readpast_tasks (schedule_name, state, id) WHERE schedule_name IS NOT NULL;
 DROP INDEX readpast_tasks_group ON dbo.readpast_tasks;
-CREATE INDEX readpast_tasks_group ON dbo.readpast_tasks (group_name, state, id) WHERE group_name IS NOT NULL;
 DROP INDEX readpast_tasks_schedule ON dbo.readpast_tasks;
-CREATE INDEX readpast_tasks_schedule ON dbo.readpast_tasks (schedule_name, state, id) WHERE schedule_name IS NOT NULL;
 
 COMMIT TRANSACTION;

@@ -191,10 +191,11 @@ func TestPagesSkipOtherHistory(t *testing.T) {
 				removed += k
 			}
 			if _, b, ok := strings.Cut(line, "Buffers: shared "); ok && !(i > 0 && strings.TrimSpace(lines[i-1]) == "Planning:") {
+				shared, _, _ := strings.Cut(b, ",") // temp and local buffers follow
 				n := 0
-				for _, f := range strings.Fields(b) {
+				for _, f := range strings.Fields(shared) {
 					if _, v, ok := strings.Cut(f, "="); ok {
-						k, _ := strconv.Atoi(strings.TrimSuffix(v, ","))
+						k, _ := strconv.Atoi(v)
 						n += k
 					}
 				}

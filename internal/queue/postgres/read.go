@@ -99,14 +99,10 @@ func listSQL(p queue.ListParams) (string, []any, error) {
 	var q string
 	var args []any
 	switch {
-	case p.Chain != "":
-		q, args = pg.one(limit) // by the chain's own index: a chain is as long as its enqueue made it
-	case (p.Group != "" || p.Schedule != "") && p.State == "":
+	case p.EveryStateOfGroupOrSchedule(), p.Queue != "" && p.State == "" && p.Chain == "":
 		q, args = pg.split(equalsEach("state", queue.States), limit)
-	case p.Group != "" || p.Schedule != "":
-		q, args = pg.one(limit)
-	case p.Queue != "" && p.State == "":
-		q, args = pg.split(equalsEach("state", queue.States), limit)
+	case p.Group != "" || p.Chain != "" || p.Schedule != "":
+		q, args = pg.one(limit) // by the group's, the schedule's (of one state) or the chain's own index
 	case p.Queue == "" && p.State != "" && p.State != queue.StateRunning:
 		q, args = pg.perQueue(limit)
 	default:

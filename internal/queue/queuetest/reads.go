@@ -93,8 +93,9 @@ var readTests = map[string]func(*testing.T, Harness){
 			{Schedule: "sx"}, {Schedule: "sx", State: queue.StatePending}, {Schedule: "sx", State: queue.StateSucceeded},
 			{Schedule: "sx", State: queue.StateCancelled}, {Schedule: "sx", Queue: "qs"}, {Schedule: "sx", Group: "g1"},
 			{Group: "g1", Chain: "c1"}, {Queue: "q1"}, {State: queue.StateSucceeded},
+			{Group: "g1", State: queue.StateFailed}, {Schedule: "sx", State: queue.StateFailed}, // none
 		} {
-			var want []int64
+			want := []int64{}
 			for _, task := range everything {
 				if (p.Group == "" || task.Group == p.Group) && (p.Schedule == "" || task.Schedule == p.Schedule) &&
 					(p.State == "" || task.State == p.State) && (p.Queue == "" || task.Queue == p.Queue) &&

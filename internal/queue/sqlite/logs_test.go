@@ -38,6 +38,7 @@ func TestLogPagesSkipOtherHistory(t *testing.T) {
 		require.NoError(t, err)
 		plan := queryPlan(t, s, query, args)
 		for _, step := range plan {
+			require.NotContains(t, step, "TEMP B-TREE", "%s sorts", name)
 			if !strings.Contains(step, "readpast_attempts") {
 				continue
 			}

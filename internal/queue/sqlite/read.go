@@ -181,7 +181,7 @@ func listSQL(p queue.ListParams) (string, []any, error) {
 	if p.Before > 0 {
 		add("id < ?", p.Before)
 	}
-	if (p.Group != "" || p.Schedule != "") && p.State == "" && p.Chain == "" {
+	if p.EveryStateOfGroupOrSchedule() {
 		q, args := mergedPage(taskColumns, "readpast_tasks", where, args, "state", queue.States, limit)
 		return q, args, nil
 	}

@@ -85,7 +85,7 @@ func listArgs(p queue.ListParams) (query, []any, error) {
 		return query{}, nil, err
 	}
 	lq := listTasksQuery
-	if (p.Group != "" || p.Schedule != "") && p.State == "" && p.Chain == "" {
+	if p.EveryStateOfGroupOrSchedule() {
 		lq = listTasksByStateQuery
 	}
 	var state any = sql.NullString{}
