@@ -50,7 +50,7 @@ func (h *heartbeater) beat(ctx context.Context) {
 	}
 	err := h.store.HeartbeatNode(callCtx, h.nodeID, h.info())
 	if errors.Is(err, queue.ErrNotFound) {
-		h.log.Info("the node's row was gone (purged after a week of silence); registering again", "node", h.nodeID)
+		h.log.Info("the node's row was gone (retention purges nodes silent for longer than its NodeAge); registering again", "node", h.nodeID)
 		err = h.register(callCtx)
 	}
 	if err != nil && ctx.Err() == nil {

@@ -82,12 +82,7 @@ func riverRun(ctx context.Context, url string, jobs, workers, targetConns int, m
 	w := &bodyWorker{body: body}
 	switch mode {
 	case plainBody:
-		cfg, err := pgxpool.ParseConfig(url)
-		if err != nil {
-			return d, err
-		}
-		cfg.MaxConns = int32(targetConns)
-		if w.target, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		if w.target, err = pgxpool.New(ctx, withPoolSize(url, targetConns)); err != nil {
 			return d, err
 		}
 		defer w.target.Close()

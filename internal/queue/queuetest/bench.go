@@ -21,7 +21,7 @@ import (
 func BenchmarkHotPath(b *testing.B, d testenv.Dialect) {
 	ctx := context.Background()
 	s := testenv.New(b, d).Store
-	fillGroup := func(b *testing.B, q, group string, n int) {
+	fill := func(b *testing.B, q, group string, n int) {
 		b.Helper()
 		batch := make([]queue.NewTask, 0, 1000)
 		for done := 0; done < n; done += len(batch) {
@@ -34,7 +34,6 @@ func BenchmarkHotPath(b *testing.B, d testenv.Dialect) {
 			}
 		}
 	}
-	fill := func(b *testing.B, q string, n int) { b.Helper(); fillGroup(b, q, "", n) }
 	claim := func(b *testing.B, q string, n int) []*queue.Task {
 		got, err := s.Claim(ctx, queue.ClaimParams{Queue: q, Owner: "bench/w", Limit: n, LeaseDuration: time.Minute})
 		if err != nil {
@@ -54,13 +53,13 @@ func BenchmarkHotPath(b *testing.B, d testenv.Dialect) {
 	}
 	b.Run("enqueue_batch1000_per_task", func(b *testing.B) {
 		b.ReportAllocs()
-		fill(b, "b-enqueue", b.N)
+		fill(b, "b-enqueue", "", b.N)
 	})
 	for _, size := range []int{1, 50} {
 		q := "b-claim-" + map[int]string{1: "1", 50: "50"}[size]
 		b.Run("claim_batch"+map[int]string{1: "1", 50: "50"}[size]+"_per_task", func(b *testing.B) {
 			b.StopTimer()
-			fill(b, q, b.N+size)
+			fill(b, q, "", b.N+size)
 			b.ReportAllocs()
 			b.StartTimer()
 			for done := 0; done < b.N; {
@@ -76,7 +75,7 @@ func BenchmarkHotPath(b *testing.B, d testenv.Dialect) {
 		q := "b-finish-" + map[int]string{1: "1", 100: "100"}[size]
 		b.Run("finish_batch"+map[int]string{1: "1", 100: "100"}[size]+"_per_task", func(b *testing.B) {
 			b.StopTimer()
-			fill(b, q, b.N+size)
+			fill(b, q, "", b.N+size)
 			b.ReportAllocs()
 			for done := 0; done < b.N; {
 				got := claim(b, q, min(size, b.N-done))
@@ -92,7 +91,7 @@ func BenchmarkHotPath(b *testing.B, d testenv.Dialect) {
 		if err := s.SetGroupLimit(ctx, "b-g", 1_000_000, "bench"); err != nil {
 			b.Fatal(err)
 		}
-		fillGroup(b, "b-grouped", "b-g", b.N+50)
+		fill(b, "b-grouped", "b-g", b.N+50)
 		b.ReportAllocs()
 		b.StartTimer()
 		for done := 0; done < b.N; {
