@@ -94,9 +94,13 @@ func (n *node) kill(t *testing.T) {
 	<-n.done
 }
 
-// stop sends SIGTERM and waits up to within for a clean exit (code 0).
+// stop sends SIGTERM and waits up to within for a clean exit (code 0). It
+// first waits until the node serves: a process signalled before main has
+// installed its handler dies by the signal instead of draining, as a node
+// restarted just before the end of a chaos run did (CI, 2026-11-27).
 func (n *node) stop(t *testing.T, within time.Duration) time.Duration {
 	t.Helper()
+	n.url(t)
 	began := time.Now()
 	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("stopping node %s: %v", n.name, err)
@@ -149,4 +153,13 @@ func tail(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// A node stopped the moment it was started exits cleanly: stop waits for it
+// to serve before it signals (before that fix the process died by SIGTERM).
+func TestStopRightAfterStartDrainsCleanly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	n := startNode(t, dir, "brief", nodeArgs(filepath.Join(dir, "brief.db"), "brief"))
+	n.stop(t, 30*time.Second)
 }
