@@ -1,6 +1,8 @@
 package migrations
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,8 +19,10 @@ import (
 	"readpast/internal/queue"
 )
 
-// Table is the golang-migrate bookkeeping table on every dialect.
-const Table = "readpast_schema_migrations"
+// Table is the golang-migrate bookkeeping table on every dialect. Versions
+// count from the baseline (000001 in each dialect's folder); the pre-release
+// chain kept its versions in LegacyTable.
+const Table = "readpast_schema_version"
 
 // Latest returns the highest version in the dialect's embedded folder.
 func Latest(d dialect.Dialect) (uint, error) {
@@ -54,7 +58,8 @@ func embeddedVersions(d dialect.Dialect) ([]uint, error) {
 	return slices.Compact(versions), nil
 }
 
-// Up applies the dialect's embedded migrations through drv. It refuses a
+// Up applies the dialect's embedded migrations through drv; db is the same
+// database, for the check that it holds no pre-release schema. It refuses a
 // schema newer than the binary, and is a no-op when current.
 //
 // Every migration file runs all or nothing: PostgreSQL runs a file of several
@@ -65,7 +70,10 @@ func embeddedVersions(d dialect.Dialect) ([]uint, error) {
 // migration changed nothing: Up sets the version back to the one
 // before it and runs the migration again, which fails again, with its error,
 // until its cause is fixed.
-func Up(d dialect.Dialect, drv database.Driver) error {
+func Up(ctx context.Context, d dialect.Dialect, db *sql.DB, drv database.Driver) error {
+	if err := refusePreRelease(ctx, d, db); err != nil {
+		return err
+	}
 	m, err := newMigrate(d, drv)
 	if err != nil {
 		return err

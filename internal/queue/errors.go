@@ -19,6 +19,10 @@ var (
 	ErrInvalidState = errors.New("queue: invalid state for this operation")
 	// ErrSchemaTooNew: the database schema was migrated by a newer ReadPast.
 	ErrSchemaTooNew = errors.New("queue: database schema is newer than this binary")
+	// ErrSchemaPreRelease: the database holds the schema of a pre-release
+	// ReadPast (the migration chain before the baseline), which no release
+	// upgrades.
+	ErrSchemaPreRelease = errors.New("queue: database holds a pre-release ReadPast schema")
 	// ErrSchemaDirty: a migration failed half-way and needs a DBA's attention.
 	ErrSchemaDirty = errors.New("queue: database schema is dirty")
 	// ErrNotSupported: the store's database cannot do this (see Capabilities).

@@ -92,7 +92,7 @@ type ListParams struct {
 
 // EveryStateOfGroupOrSchedule reports whether p asks for a group's or a
 // schedule's tasks of every state (no chain): their list indexes hold one
-// range per state (migration 000014), so every store pages them by merging
+// range per state (migrations/*/000001_baseline), so every store pages them by merging
 // the newest rows of each range.
 func (p ListParams) EveryStateOfGroupOrSchedule() bool {
 	return (p.Group != "" || p.Schedule != "") && p.State == "" && p.Chain == ""

@@ -243,6 +243,10 @@ func (s *Server) tailLog() string {
 	return string(b)
 }
 
+// Tool returns the path of one of the server's client programs (pg_dump,
+// psql), from the same installation as the server.
+func (s *Server) Tool(name string) string { return filepath.Join(s.bin, name) }
+
 // DSN returns a pgx connection string for database db on this server.
 func (s *Server) DSN(db string) string {
 	return fmt.Sprintf("postgres://postgres@/%s?host=%s&sslmode=disable", db, s.dir)

@@ -174,10 +174,10 @@ func endArgs(mode endMode, attempts []queue.Attempt) []any {
 
 // heartbeatSQL extends the leases given as parallel arrays of ids and tokens.
 // The rows are locked in id order first, as every writer of several task
-// rows does (migration 000001, "Lock order"): an UPDATE .. FROM unnest locks
+// rows does (the schema baseline, "Lock order"): an UPDATE .. FROM unnest locks
 // in join order, and against a finish of the same tasks that deadlocks. They
 // are found by primary key, never the partial index of running tasks (see
-// readpast_end_attempts in migration 000002).
+// readpast_end_attempts).
 const heartbeatSQL = `WITH held AS MATERIALIZED (
 			SELECT t.id FROM readpast_tasks t JOIN unnest($1::bigint[], $2::bigint[]) AS l(id, token)
 			    ON t.id = l.id AND t.lease_token = l.token

@@ -13,10 +13,10 @@ import (
 )
 
 // A finish locks its tasks in id order whatever the order of its attempts, as
-// every writer of several task rows does (migration 000001, "Lock order"): a
+// every writer of several task rows does (the schema baseline, "Lock order"): a
 // heartbeat of the same node locks them in that order too, and two writers
 // that lock in different orders can deadlock. The finish's one UPDATE takes
-// its locks as its join reads the tasks (migration 000011). Here the attempts
+// its locks as its join reads the tasks (migrations/*/000001_baseline). Here the attempts
 // come in descending id order, the lowest id's row is last in the table, and
 // another transaction holds the highest id: a finish in id order holds the
 // lowest one while it waits; one that locked in the attempts' order, or in

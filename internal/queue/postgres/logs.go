@@ -55,7 +55,7 @@ func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.Attempt
 // attemptsSQL is Attempts' query (id < Before ORDER BY id DESC). A task's
 // attempts are read by readpast_attempts_task; a queue's, an outcome's or both
 // by readpast_attempts_list (queue, outcome, id), one range per outcome or per
-// queue merged (migration 000008); a time range alone by
+// queue merged (migrations/*/000001_baseline); a time range alone by
 // readpast_attempts_finished.
 func attemptsSQL(q queue.LogQuery) (string, []any, error) {
 	limit, err := queue.CheckLogQuery(q)

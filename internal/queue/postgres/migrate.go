@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/golang-migrate/migrate/v4/database"
@@ -16,14 +17,14 @@ import (
 // Migrate implements queue.Store. golang-migrate needs a database/sql handle; it
 // is opened for the migration only and closed after.
 func (s *Store) Migrate(ctx context.Context) error {
-	return s.withMigrateDriver(ctx, "migrating the store schema", func(drv database.Driver) error {
-		return migrations.Up(dialect.Postgres, drv)
+	return s.withMigrateDriver(ctx, "migrating the store schema", func(db *sql.DB, drv database.Driver) error {
+		return migrations.Up(ctx, dialect.Postgres, db, drv)
 	})
 }
 
 // MigrateDown implements queue.Store.
 func (s *Store) MigrateDown(ctx context.Context) error {
-	return s.withMigrateDriver(ctx, "reverting the store schema", func(drv database.Driver) error {
+	return s.withMigrateDriver(ctx, "reverting the store schema", func(_ *sql.DB, drv database.Driver) error {
 		return migrations.Down(dialect.Postgres, drv)
 	})
 }
@@ -31,7 +32,7 @@ func (s *Store) MigrateDown(ctx context.Context) error {
 // SchemaVersion implements queue.Store.
 func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 	var st queue.SchemaStatus
-	err := s.withMigrateDriver(ctx, "reading the schema version", func(drv database.Driver) error {
+	err := s.withMigrateDriver(ctx, "reading the schema version", func(_ *sql.DB, drv database.Driver) error {
 		var err error
 		st, err = migrations.Status(dialect.Postgres, drv)
 		return err
@@ -39,7 +40,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 	return st, err
 }
 
-func (s *Store) withMigrateDriver(ctx context.Context, what string, fn func(database.Driver) error) error {
+func (s *Store) withMigrateDriver(ctx context.Context, what string, fn func(*sql.DB, database.Driver) error) error {
 	db := stdlib.OpenDB(*s.conn.Copy())
 	defer db.Close()
 	if err := db.PingContext(ctx); err != nil {
@@ -51,7 +52,7 @@ func (s *Store) withMigrateDriver(ctx context.Context, what string, fn func(data
 	}
 	// The driver's Close closes db too; the deferred db.Close is then a no-op.
 	defer drv.Close()
-	if err := fn(drv); err != nil {
+	if err := fn(db, drv); err != nil {
 		return fmt.Errorf("postgres: %s: %w", what, err)
 	}
 	return nil

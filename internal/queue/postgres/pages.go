@@ -7,7 +7,7 @@ import (
 
 // page builds a keyset page newest first (`ORDER BY id DESC LIMIT n`) over
 // indexes that end in id. The hot path keeps few index entries per task
-// (migration 000008), so an index may hold a filter's rows as several ranges
+// (migrations/*/000001_baseline), so an index may hold a filter's rows as several ranges
 // in id order, one per state or outcome: such a page reads each range's newest
 // n rows and merges them, which costs the same however long the history is.
 //

@@ -17,7 +17,7 @@ import (
 // TestReadsUseIndexesNotHistory checks SPEC §9 for the task lists, the log
 // pages and the queue counts on PostgreSQL: with a history of finished tasks
 // and attempts, each query the store sends reads the index that holds its
-// filter (migration 000008 keeps running tasks and finished states in
+// filter (the schema baseline keeps running tasks and finished states in
 // separate ranges) and never scans a table, with the plan PostgreSQL makes for
 // the values (custom) and the one it may switch to after five executions of a
 // prepared statement (generic).
@@ -130,7 +130,7 @@ func literals(args []any) string {
 // costed the primary key's heap order cheaper than the list index and read
 // the whole history for a queue without matches (379 ms at 1M tasks). A
 // group's or a schedule's page of one state read all of the group's or the
-// schedule's tasks before migration 000014 put the state in their indexes.
+// schedule's tasks while their indexes did not hold the state.
 func TestPagesSkipOtherHistory(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

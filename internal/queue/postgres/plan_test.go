@@ -158,7 +158,7 @@ func TestFinishFindsTasksByPrimaryKey(t *testing.T) {
 		// A plain batch's counts are written in the same statement, after its
 		// rollups: the counts' insert reads the rollups' rows first, so it
 		// takes the rollup rows before the count rows, as a finish with
-		// chains does in its later call (migration 000012).
+		// chains does in its later call (migrations/*/000001_baseline).
 		if !regexp.MustCompile(`CTE counted\n(?:[^\n]*\n)*?\s*->  CTE Scan on rolled`).MatchString(update) {
 			t.Fatalf("finish %d: the counts are not written after the rollups:\n%s", i, update)
 		}

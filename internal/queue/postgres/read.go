@@ -69,7 +69,7 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 // listSQL is List's query. Each filter reads an index in id order (migration
 // 000008): (queue, state) and a queue's states by readpast_tasks_list, running
 // tasks by readpast_tasks_running, chains by their own, groups and schedules
-// by theirs, which hold one range per state (migration 000014); a state over
+// by theirs, which hold one range per state (migrations/*/000001_baseline); a state over
 // all queues is merged per queue, and every state of a queue, a group or a
 // schedule per state.
 func listSQL(p queue.ListParams) (string, []any, error) {

@@ -1,6 +1,6 @@
 // Package postgres is the PostgreSQL queue.Store, on pgx v5 (pgxpool).
 //
-// The state machine lives in PL/pgSQL functions created by migration 1
+// The state machine lives in PL/pgSQL functions created by the schema baseline
 // (migrations/postgres): readpast_claim, readpast_enqueue, readpast_end_attempts,
 // readpast_cancel and readpast_retry. Each is one statement, so a claim, a batch
 // enqueue or a batch of finishes is one round trip and one short transaction, and

@@ -17,7 +17,7 @@ import (
 // grouped_claim_and_finish_batch50_per_task claims and finishes tasks of one
 // group (limit 1,000,000) in batches of 50: what a group's tasks cost beside
 // ungrouped ones (the group's counter; on SQLite and SQL Server its list index
-// moves with each state change, migration 000014).
+// moves with each state change, the schema baseline).
 func BenchmarkHotPath(b *testing.B, d testenv.Dialect) {
 	ctx := context.Background()
 	s := testenv.New(b, d).Store

@@ -60,7 +60,7 @@ var readTests = map[string]func(*testing.T, Harness){
 
 		// Tasks of every state in groups and in a schedule: each filter's
 		// keyset pages are exactly its tasks, newest first, whether the store
-		// reads one index range or merges one per state (migration 000014).
+		// reads one index range or merges one per state (migrations/*/000001_baseline).
 		for _, g := range []string{"g0", "g1"} {
 			require.NoError(t, b.s.SetGroupLimit(b.ctx, g, 100, "t"))
 		}

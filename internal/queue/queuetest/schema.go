@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/testenv"
 	"readpast/migrations"
@@ -55,23 +56,21 @@ var schemaTests = map[string]func(*testing.T, Harness){
 	},
 	// A migration that fails changes nothing (each file runs all or nothing),
 	// and the next Migrate runs it again: here a table a DBA left behind under
-	// the name migration 5 creates second, after readpast_counts.
+	// the name the baseline creates after readpast_tasks.
 	"failed_migration_changes_nothing_and_runs_again": func(t *testing.T, h Harness) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		s, dsn := h.NewStore(t)
 		testenv.ExecDSN(t, h.Dialect, dsn, "CREATE TABLE readpast_throughput (leftover int)")
 		err := s.Migrate(ctx)
-		require.Error(t, err, "migration 5 must fail on the leftover table")
+		require.Error(t, err, "the baseline must fail on the leftover table")
 		require.ErrorContains(t, err, "readpast_throughput")
 		st, err := s.SchemaVersion(ctx)
 		require.NoError(t, err)
-		require.Equal(t, uint(5), st.Version)
+		require.Equal(t, uint(1), st.Version)
 		require.True(t, st.Dirty, "the failed version is marked")
-		env := &testenv.Env{Ctx: ctx, Dialect: h.Dialect, DSN: dsn, Store: s}
-		require.Zero(t, env.QueryInt(t, "SELECT count(*) FROM readpast_tasks"), "migrations 1 to 4 stay")
-		_, err = s.Queues(ctx)
-		require.Error(t, err, "readpast_counts, created by the failed migration before it failed, was rolled back")
+		_, err = s.Enqueue(ctx, []queue.NewTask{{Body: "SELECT 1"}})
+		require.Error(t, err, "readpast_tasks, created by the failed migration before it failed, was rolled back")
 
 		require.Error(t, s.Migrate(ctx), "run again with its cause still there, it fails again")
 		testenv.ExecDSN(t, h.Dialect, dsn, "DROP TABLE readpast_throughput")
@@ -82,4 +81,35 @@ var schemaTests = map[string]func(*testing.T, Harness){
 		_, err = s.Enqueue(ctx, []queue.NewTask{{Body: "SELECT 1"}})
 		require.NoError(t, err)
 	},
+	// A database migrated by the pre-release chain (versions 1-14, kept in
+	// migrations.LegacyTable) is refused with what to do, and left as it was:
+	// the baseline would otherwise fail half-way on its first existing table.
+	"refuses_pre_release_schema": func(t *testing.T, h Harness) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		s, dsn := h.NewStore(t)
+		testenv.ExecDSN(t, h.Dialect, dsn, "CREATE TABLE "+migrations.LegacyTable+" (version bigint NOT NULL, dirty "+boolType(h)+" NOT NULL)")
+		testenv.ExecDSN(t, h.Dialect, dsn, "INSERT INTO "+migrations.LegacyTable+" (version, dirty) VALUES (14, "+falseValue(h)+")")
+		err := s.Migrate(ctx)
+		require.ErrorIs(t, err, queue.ErrSchemaPreRelease)
+		require.ErrorContains(t, err, "drop every readpast_ table", "the error says what to do")
+		st, err := s.SchemaVersion(ctx)
+		require.NoError(t, err)
+		require.Equal(t, uint(0), st.Version, "nothing of the baseline was applied")
+	},
+}
+
+// boolType and falseValue spell golang-migrate's dirty column per dialect.
+func boolType(h Harness) string {
+	if h.Dialect == dialect.SQLServer {
+		return "bit"
+	}
+	return "boolean"
+}
+
+func falseValue(h Harness) string {
+	if h.Dialect == dialect.Postgres {
+		return "false"
+	}
+	return "0"
 }

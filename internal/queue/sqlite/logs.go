@@ -49,7 +49,7 @@ func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.Attempt
 // readpast_attempts_outcome (outcome, id), a queue's of one outcome by
 // readpast_attempts_list (queue, outcome, id), and a queue's of every outcome
 // by one range of that index per outcome, the newest rows of each merged
-// (migration 000013): each costs the same however long the history is.
+// (migrations/*/000001_baseline): each costs the same however long the history is.
 func attemptsSQL(q queue.LogQuery) (string, []any, error) {
 	limit, err := queue.CheckLogQuery(q)
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 
 // A page of the log filtered by queue reads that queue's rows only, by an
 // index range per outcome, however many rows other queues have: a busy
-// queue's 20,000 attempts, and a quiet queue's two, the oldest of all. Before
-// migration 000013 a queue of one outcome walked the outcome's range newest
+// queue's 20,000 attempts, and a quiet queue's two, the oldest of all. Without
+// (queue, outcome, id) a queue of one outcome walked the outcome's range newest
 // first and filtered the queue, reading every busy row.
 func TestLogPagesSkipOtherHistory(t *testing.T) {
 	ctx := context.Background()

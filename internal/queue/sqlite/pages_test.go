@@ -13,7 +13,7 @@ import (
 // A page of a group's or a schedule's tasks reads their rows of the page's
 // state only, by an index range per state, however long their history is: a
 // group and a schedule with 20,000 succeeded tasks, and one pending task each,
-// the oldest of all. Before migration 000014 their indexes were (group_name,
+// the oldest of all. When their indexes were (group_name,
 // id) and (schedule_name, id): a page of one state walked all of their tasks
 // newest first and filtered the state.
 func TestTaskPagesSkipOtherHistory(t *testing.T) {

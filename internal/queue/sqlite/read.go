@@ -151,7 +151,7 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 
 // listSQL is List's query, a keyset page newest first. Each filter reads an
 // index in id order; a group's and a schedule's hold one range per state
-// (migration 000014), and every state of one is a merge of their newest rows.
+// (migrations/*/000001_baseline), and every state of one is a merge of their newest rows.
 func listSQL(p queue.ListParams) (string, []any, error) {
 	limit, err := queue.CheckList(p)
 	if err != nil {

@@ -106,7 +106,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return migrations.Up(dialect.SQLite, drv)
+	return migrations.Up(ctx, dialect.SQLite, s.w, drv)
 }
 
 // MigrateDown implements queue.Store.

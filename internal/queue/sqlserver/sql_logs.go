@@ -35,7 +35,7 @@ OPTION (RECOMPILE);
 
 // attemptsOfQueueQuery is attemptsQuery for one queue's attempts of every
 // outcome (@queue given, no task, no outcome). (queue, outcome, id) holds them
-// as one range per outcome (migration 000013): the newest @limit ids of each
+// as one range per outcome (migrations/*/000001_baseline): the newest @limit ids of each
 // range are sought, and the page is the newest of those, read by primary key.
 // Seeking (queue) alone and sorting by id would read the queue's whole
 // history for each page.
@@ -74,7 +74,7 @@ func valueRows[T ~string](values []T) string {
 // @cutoff, oldest first, through the (finished_at) index, skipping rows
 // another transaction holds. The result is the number deleted; callers loop
 // in batches of at most queue.MaxPurgeBatch (2,000), so no transaction is
-// long, and lock escalation is disabled on the table (migration 7), so a
+// long, and lock escalation is disabled on the table (migrations/*/000001_baseline), so a
 // purge never takes a table lock that would stop the finishers' log inserts.
 // A DELETE with the rows chosen in a subquery, not through a CTE: the same on
 // SQL Server, and a form Babelfish accepts.

@@ -73,7 +73,7 @@ OPTION (RECOMPILE);
 // listTasksByStateQuery is listTasksQuery for a group's or a schedule's tasks
 // of every state (@group or @schedule given; no state, no chain). Their
 // indexes, (group_name, state, id) and (schedule_name, state, id), hold them
-// as one range per state (migration 000014): the newest @limit ids of each
+// as one range per state (migrations/*/000001_baseline): the newest @limit ids of each
 // range are sought, and the page is the newest of those, read by primary key.
 // Seeking the group alone and sorting by id would read all of its history for
 // each page.

@@ -93,14 +93,14 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlserver: the store database cannot run OPENJSON (%v); it is at compatibility level %d and ReadPast needs %d (SQL Server 2016) or higher: run ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = %d",
 			err, level, minCompatibilityLevel, minCompatibilityLevel)
 	}
-	return s.withMigrateDriver(ctx, func(drv database.Driver) error {
-		return migrations.Up(dialect.SQLServer, drv)
+	return s.withMigrateDriver(ctx, func(db *sql.DB, drv database.Driver) error {
+		return migrations.Up(ctx, dialect.SQLServer, db, drv)
 	})
 }
 
 // MigrateDown reverts every migration, newest first.
 func (s *Store) MigrateDown(ctx context.Context) error {
-	return s.withMigrateDriver(ctx, func(drv database.Driver) error {
+	return s.withMigrateDriver(ctx, func(_ *sql.DB, drv database.Driver) error {
 		return migrations.Down(dialect.SQLServer, drv)
 	})
 }
@@ -113,7 +113,7 @@ const openJSONProbe = `SELECT COUNT(*) FROM OPENJSON(N'[{"id":"1"}]') AS a CROSS
 // the database has none yet.
 func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 	var st queue.SchemaStatus
-	err := s.withMigrateDriver(ctx, func(drv database.Driver) error {
+	err := s.withMigrateDriver(ctx, func(_ *sql.DB, drv database.Driver) error {
 		var err error
 		st, err = migrations.Status(dialect.SQLServer, drv)
 		return err
@@ -124,7 +124,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (queue.SchemaStatus, error) {
 // withMigrateDriver runs fn with golang-migrate's sqlserver driver on a pool of
 // its own: the driver pins one connection for its session-owned sp_getapplock
 // and closes the *sql.DB it was given, so it must not get the store's pool.
-func (s *Store) withMigrateDriver(ctx context.Context, fn func(database.Driver) error) error {
+func (s *Store) withMigrateDriver(ctx context.Context, fn func(*sql.DB, database.Driver) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (s *Store) withMigrateDriver(ctx context.Context, fn func(database.Driver) 
 		_ = db.Close()
 		return wrap("opening the migration driver", err)
 	}
-	err = fn(drv)
+	err = fn(db, drv)
 	if cerr := drv.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("sqlserver: closing the migration driver: %w", cerr)
 	}

@@ -1,9 +1,14 @@
+-- Removes every ReadPast table (migrate down); golang-migrate's version table stays.
+
 -- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
 -- the transaction back on any error, and a batch cut short leaves it open until
--- the migration's session ends, which rolls it back (queue.MigrateUp).
+-- the migration's session ends, which rolls it back (migrations.Up).
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 
+DROP TABLE dbo.readpast_schedules;
+DROP TABLE dbo.readpast_throughput;
+DROP TABLE dbo.readpast_counts;
 DROP TABLE dbo.readpast_audit;
 DROP TABLE dbo.readpast_nodes;
 DROP TABLE dbo.readpast_attempts;

@@ -1,2 +1,0 @@
-DROP TABLE readpast_throughput;
-DROP TABLE readpast_counts;

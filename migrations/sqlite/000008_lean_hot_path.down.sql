@@ -1,2 +1,0 @@
--- Version 8 changed nothing on this dialect.
-SELECT 1;

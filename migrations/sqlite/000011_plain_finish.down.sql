@@ -1,2 +1,0 @@
--- Nothing to undo (see the up migration).
-SELECT 1;

@@ -1,2 +1,0 @@
--- Version 10 changed nothing on this dialect.
-SELECT 1;
