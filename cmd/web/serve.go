@@ -33,7 +33,7 @@ func serveCmd(ctx context.Context, args []string, getenv func(string) string, _,
 // → store and target connections. Every node runs a scheduler: there is no
 // leader, the store makes each fire time one task (docs/SCHEDULES.md).
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
-	store, err := open.Store(ctx, cfg.DSN, queue.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+	store, err := open.Store(ctx, cfg.DSN, queue.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DeadSessionBound: cfg.Lease})
 	if err != nil {
 		return startFailed(ctx, log, err)
 	}

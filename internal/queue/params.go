@@ -64,9 +64,17 @@ type FinishResult struct {
 
 // TxResult is what Store.RunTransactional did.
 type TxResult struct {
-	// Committed: the body and the attempt's completion committed together;
-	// Finish says what became of the task.
+	// Committed: the body's work committed. Recorded: the attempt's end
+	// committed with it (SQLite), and Finish says what became of the task.
+	// Committed without Recorded (PostgreSQL, SQL Server): the body's
+	// transaction marked the task's own row as committed under its lease and
+	// held no other row, so a node that stalls before its COMMIT blocks no
+	// other task's end; the task is still running, and the caller records the
+	// attempt as succeeded with an ordinary Finish. Whatever ends that attempt
+	// instead (a release, the reclaim of its expired lease) records it as
+	// succeeded too, so a committed body never runs again.
 	Committed bool
+	Recorded  bool
 	Finish    FinishResult
 	// What the body reported, as far as it got: the session it ran in, the
 	// rows its statements affected, its messages (PRINT, RAISERROR, NOTICE).

@@ -234,7 +234,19 @@ type Options struct {
 	MaxBodyBytes int
 	// Logger receives the store's few log lines; nil discards them.
 	Logger *slog.Logger
+	// DeadSessionBound bounds how long the database keeps the session of a
+	// node that stopped answering (frozen, cut off, dead) while it held a
+	// transaction open: at most this long, the lease (serve sets it), so the
+	// server ends it before another node could need what it holds. 0 means
+	// DefaultDeadSessionBound. PostgreSQL: idle_in_transaction_session_timeout
+	// and TCP keepalives on every store session; SQL Server has no
+	// idle-in-transaction timeout (docs/RELIABILITY.md).
+	DeadSessionBound time.Duration
 }
+
+// DefaultDeadSessionBound is Options.DeadSessionBound when unset: the default
+// lease.
+const DefaultDeadSessionBound = 30 * time.Second
 
 // SchemaStatus is what Store.SchemaVersion reports.
 type SchemaStatus struct {

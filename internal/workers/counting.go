@@ -105,7 +105,7 @@ func (c *countingStore) Release(ctx context.Context, a []queue.Attempt) ([]queue
 func (c *countingStore) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
 	c.n.Calls.Add(1)
 	res, err := c.Store.RunTransactional(ctx, a, body)
-	if err == nil && res.Committed {
+	if err == nil && res.Recorded {
 		c.n.ended([]queue.FinishResult{res.Finish})
 	}
 	return res, err

@@ -29,8 +29,8 @@ type executor struct {
 
 // run executes one claimed task and returns the attempt left to record, with
 // release set when the shutdown stopped it; record is false when nothing is
-// left to record: a transactional task that committed ended inside its own
-// transaction, and a task whose lease was lost belongs to another holder now.
+// left to record: a transactional task whose end committed with its body
+// (SQLite), and a task whose lease was lost belongs to another holder now.
 // Every other attempt, transactional or not, gets its outcome from the same
 // rule (outcome: the cause that stopped it, else the body's error).
 func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, release, record bool) {
@@ -52,10 +52,19 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 			x.observer.Finished(t.Queue, queue.OutcomeLost, time.Since(a.StartedAt))
 			x.log.Warn("transactional task rolled back: the lease was lost", "task", t.ID)
 			return a, false, false
-		case err == nil && res.Committed:
+		case err == nil && res.Committed && res.Recorded:
 			x.observer.Finished(t.Queue, queue.OutcomeSucceeded, time.Since(a.StartedAt))
 			logEnd(x.log, res.Finish, nil)
 			return a, false, false
+		case err == nil && res.Committed:
+			// The body committed with a mark on its own row; its end is
+			// recorded like any attempt's, and whatever records it (this
+			// finish, a release, the reclaim of its lease) records a success.
+			a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+			a.FinishedAt = time.Now()
+			a.Outcome, a.Error = queue.OutcomeSucceeded, ""
+			x.observer.Finished(t.Queue, a.Outcome, a.FinishedAt.Sub(a.StartedAt))
+			return a, false, true
 		}
 		// Rolled back, or the store failed: recorded below like any attempt.
 		// After a store error the commit may have happened; the fenced finish

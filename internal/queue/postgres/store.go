@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,6 +67,11 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Store{conn: cfg.ConnConfig.Copy(), opts: opts, log: log, notices: &sqlrun.NoticeRouter{}, listenCheck: listenCheckEvery}
+	for k, v := range deadSessionParams(opts.DeadSessionBound) {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set { // the DSN's own wins
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	}
 	// On a cancelled context, ask the server to cancel the statement before
 	// giving up on the socket: a task's timeout must stop its SQL on the server,
 	// not only the wait for it.
@@ -89,6 +95,30 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	}
 	s.pool = pool
 	return s, nil
+}
+
+// deadSessionParams bound how long the server keeps the session of a node
+// that stopped answering while it held a transaction (queue.Options): the
+// server ends a session idle in a transaction for longer than bound, and its
+// TCP keepalives find a peer gone within about two thirds of it (idle a
+// third, then three probes a ninth apart), as tcp_user_timeout does for data
+// left unacknowledged. Without them a partitioned node's session holds its
+// locks until the operating system's keepalive notices, about two hours. A
+// live node is never idle in a transaction for longer than a round trip. The
+// TCP settings do nothing on a unix socket.
+func deadSessionParams(bound time.Duration) map[string]string {
+	if bound <= 0 {
+		bound = queue.DefaultDeadSessionBound
+	}
+	secs := func(d time.Duration) string { return strconv.Itoa(max(1, int(d/time.Second))) }
+	ms := strconv.FormatInt(bound.Milliseconds(), 10)
+	return map[string]string{
+		"idle_in_transaction_session_timeout": ms,
+		"tcp_keepalives_idle":                 secs(bound / 3),
+		"tcp_keepalives_interval":             secs(bound / 9),
+		"tcp_keepalives_count":                "3",
+		"tcp_user_timeout":                    ms,
+	}
 }
 
 // Dialect implements queue.Store.

@@ -30,12 +30,15 @@ import (
 //     lock_timeout, synchronous_commit, session_replication_role and every
 //     other setting, SET LOCAL ones too), in the same round trip as the check
 //     that the transaction is still the one begun in 1 and may write.
-//  4. The completion (readpast_end_attempts, which is pinned to its own
-//     schema, so a temporary table named like ours cannot take its writes).
-//  5. COMMIT and DISCARD ALL, in one round trip.
+//  4. readpast_mark_committed (pinned to its own schema, so a temporary
+//     table named like ours cannot take its write), COMMIT and DISCARD ALL,
+//     in one round trip: the mark locks the task's own row and nothing else,
+//     so a node that stalls here blocks no other task's end
+//     (queue.TxResult, docs/RELIABILITY.md "A stalled node").
 //
-// Steps 3 to 5 run under queue.Detached once the body has succeeded: a body
-// that did its work commits with its completion even if ctx ends meanwhile.
+// Steps 3 and 4 run under queue.Detached once the body has succeeded: a body
+// that did its work commits even if ctx ends meanwhile. The attempt's end is
+// recorded after, by the caller's ordinary finish.
 func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
 	var res queue.TxResult
 	runs, err := sqlscript.Runs(body, sqlscript.PostgreSQL)
@@ -79,25 +82,48 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 		return res, nil
 	}
 
-	a.Outcome, a.Error = queue.OutcomeSucceeded, ""
-	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
-	a.FinishedAt = time.Now()
-	out, err := endAttempts(dctx, conn, modeFinish, []queue.Attempt{a})
-	if err != nil {
+	switch err := commitMarked(pg, a); {
+	case isLeaseLost(err):
 		clean = endTx(pg, "ROLLBACK") == nil
-		return res, wrap(err, "running transactional task %d: recording success", a.TaskID)
-	}
-	if out[0].Err != nil {
-		// The lease is gone: the body's effect must not commit.
-		clean = endTx(pg, "ROLLBACK") == nil
-		return res, fmt.Errorf("postgres: running transactional task %d: %w", a.TaskID, out[0].Err)
-	}
-	if err := endTx(pg, "COMMIT"); err != nil {
+		return res, fmt.Errorf("postgres: running transactional task %d: %w", a.TaskID, queue.ErrLeaseLost)
+	case err != nil:
 		return res, wrap(err, "running transactional task %d: committing", a.TaskID)
 	}
 	clean = true
-	res.Committed, res.Finish = true, out[0]
+	res.Committed = true
 	return res, nil
+}
+
+// commitMarked marks the body committed on the task's own row
+// (readpast_mark_committed, which fails when the lease is not current), then
+// commits and resets the session, in one round trip. A failed mark leaves
+// the transaction failed, so the COMMIT sent with it rolls the body back
+// (PostgreSQL answers it ROLLBACK). The transaction never holds a row that
+// another task's end takes: the end is recorded after, by an ordinary finish.
+func commitMarked(pg *pgconn.PgConn, a queue.Attempt) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stop := sqlrun.WatchPostgres(ctx, pg)
+	defer stop()
+	out, err := sqlrun.ExchangePostgres(pg,
+		fmt.Sprintf("SELECT readpast_mark_committed(%d, %d)", a.TaskID, a.Token), "COMMIT", "DISCARD ALL")
+	switch {
+	case err != nil:
+		return err
+	case out[0].Err != nil:
+		return out[0].Err
+	case out[1].Err != nil:
+		return out[1].Err
+	case out[1].Tag != "COMMIT":
+		return fmt.Errorf("COMMIT answered %s: the transaction had failed", out[1].Tag)
+	}
+	return out[2].Err
+}
+
+// isLeaseLost reports whether err is readpast_mark_committed's refusal.
+func isLeaseLost(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "RP001"
 }
 
 // beginTx begins the task's transaction and returns its id.

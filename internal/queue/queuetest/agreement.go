@@ -43,7 +43,7 @@ var agreementTests = map[string]func(*testing.T, Harness){
 
 		// Task 2 commits in its own transaction.
 		got = b.claim(t, "ag-tx", 1)
-		tx, err := b.s.RunTransactional(b.ctx, attempt(got[0], queue.OutcomeSucceeded, ""), "SELECT 1")
+		tx, err := b.runTransactional(t, b.ctx, got[0], "SELECT 1")
 		require.NoError(t, err)
 		require.True(t, tx.Committed, "%v", tx.BodyErr)
 

@@ -28,8 +28,27 @@ func runTx(t *testing.T, b bundle, ctx context.Context, q, body string) txProbe 
 	b.enqueue(t, queue.NewTask{Body: body, Queue: q, Transactional: true, MaxAttempts: 1})
 	got := b.claim(t, q, 1)
 	require.Len(t, got, 1)
-	res, err := b.s.RunTransactional(ctx, attempt(got[0], queue.OutcomeSucceeded, ""), body)
+	res, err := b.runTransactional(t, ctx, got[0], body)
 	return txProbe{task: got[0], res: res, err: err}
+}
+
+// runTransactional runs body as task's transactional attempt and, when the
+// body committed without its end (queue.TxResult.Recorded), records the end
+// as the workers do: an ordinary Finish of a succeeded attempt, whose result
+// becomes res.Finish.
+func (b bundle) runTransactional(t *testing.T, ctx context.Context, task *queue.Task, body string) (queue.TxResult, error) {
+	t.Helper()
+	res, err := b.s.RunTransactional(ctx, attempt(task, queue.OutcomeSucceeded, ""), body)
+	if err != nil || !res.Committed || res.Recorded {
+		return res, err
+	}
+	a := attempt(task, queue.OutcomeSucceeded, "")
+	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+	fin, err := b.s.Finish(ctx, []queue.Attempt{a})
+	require.NoError(t, err, "recording the committed attempt of task %d", task.ID)
+	require.Len(t, fin, 1)
+	res.Finish = fin[0]
+	return res, fin[0].Err
 }
 
 // requireNothingRecorded checks that a rolled-back run left the task as it
@@ -138,6 +157,63 @@ var transactionalTests = map[string]func(*testing.T, Harness){
 		requireNothingRecorded(t, b, p)
 		require.Zero(t, effects(t, b, "stopped"), "the stopped body's effect is rolled back")
 	},
+	// A body that committed is never run again, whatever ends its attempt:
+	// on stores that record the end after the commit (queue.TxResult), a
+	// release at shutdown, the reclaim of its expired lease and an operator's
+	// cancel all record it as succeeded, with one log row that says so.
+	"committed_body_is_never_run_again": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.env.Exec(t, "CREATE TABLE fx (tag varchar(40))")
+		for _, end := range []string{"release", "reclaim", "cancel"} {
+			q := "committed-" + end
+			id := b.enqueue(t, queue.NewTask{Body: "x", Queue: q, Transactional: true, MaxAttempts: 3})[0]
+			lease := time.Minute
+			if end == "reclaim" {
+				lease = 300 * time.Millisecond
+			}
+			got, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: q, Owner: "gone/w1", Limit: 1, LeaseDuration: lease})
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			res, err := b.s.RunTransactional(b.ctx, attempt(got[0], queue.OutcomeSucceeded, ""), "INSERT INTO fx VALUES ('"+q+"')")
+			require.NoError(t, err)
+			require.True(t, res.Committed, "%s: %v", end, res.BodyErr)
+			if res.Recorded {
+				require.Equal(t, queue.StateSucceeded, res.Finish.State, "%s: the end committed with the body", end)
+				continue
+			}
+			require.Equal(t, queue.StateRunning, b.get(t, id).State, "%s: the end is the caller's to record", end)
+			switch end {
+			case "release":
+				r, err := b.s.Release(b.ctx, []queue.Attempt{attempt(got[0], queue.OutcomeCancelled, "released at shutdown")})
+				require.NoError(t, err)
+				require.Equal(t, queue.StateSucceeded, r[0].State, "a release must not run a committed body again")
+			case "reclaim":
+				time.Sleep(600 * time.Millisecond)
+				var states []queue.State
+				for _, r := range mustReclaim(t, b) {
+					if r.TaskID == id {
+						states = append(states, r.State)
+					}
+				}
+				require.Equal(t, []queue.State{queue.StateSucceeded}, states, "the reclaim of its lease records the committed body's success")
+			case "cancel":
+				_, err := b.s.Cancel(b.ctx, id, "ann")
+				require.NoError(t, err)
+				r, err := b.s.Finish(b.ctx, []queue.Attempt{attempt(got[0], queue.OutcomeCancelled, "cancelled by ann")})
+				require.NoError(t, err)
+				require.Equal(t, queue.StateSucceeded, r[0].State, "a cancel that came after the commit cannot undo it")
+			}
+			task := b.get(t, id)
+			require.Equal(t, queue.StateSucceeded, task.State, end)
+			recs, err := b.s.TaskAttempts(b.ctx, id)
+			require.NoError(t, err)
+			require.Len(t, recs, 1, end)
+			require.Equal(t, queue.OutcomeSucceeded, recs[0].Outcome, end)
+			require.Contains(t, recs[0].Error, "its body had committed", "%s: the log row says why it succeeded", end)
+			require.Equal(t, int64(1), effects(t, b, q), end)
+			require.Empty(t, b.claim(t, q, 1), "%s: nothing runs again", end)
+		}
+	},
 	"lost_lease_rolls_back": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		b.env.Exec(t, "CREATE TABLE fx (tag varchar(40))")
@@ -194,7 +270,7 @@ var transactionalTests = map[string]func(*testing.T, Harness){
 			queue.NewTask{Body: "SELECT 1", Queue: "rc", Chain: "rc", Stage: 1})
 		got := b.claim(t, "rc", 10)
 		require.Equal(t, []int64{want[0]}, ids(got))
-		res, err := b.s.RunTransactional(b.ctx, attempt(got[0], queue.OutcomeSucceeded, ""), "SET ROWCOUNT 1;")
+		res, err := b.runTransactional(t, b.ctx, got[0], "SET ROWCOUNT 1;")
 		require.NoError(t, err)
 		require.True(t, res.Committed, "%v", res.BodyErr)
 		require.Len(t, b.claim(t, "rc", 10), 3, "every task of the next stage is open, not ROWCOUNT of them")

@@ -103,7 +103,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	if err := tx.Commit(); err != nil {
 		return res, fmt.Errorf("running transactional task %d: committing: %w", a.TaskID, err)
 	}
-	res.Committed, res.Finish = true, fin
+	res.Committed, res.Recorded, res.Finish = true, true, fin
 	return res, nil
 }
 

@@ -1,8 +1,8 @@
 package sqlserver
 
-// Ending one attempt: Finish, Release, ReclaimExpired and the commit of
-// RunTransactional all run finishCore, one attempt per transaction, so each
-// transaction takes at most one chain row and one group row, in lock order.
+// Ending one attempt: Finish, Release and ReclaimExpired all run finishCore,
+// one attempt per transaction, so each transaction takes at most one chain row
+// and one group row, in lock order.
 //
 // Parameters: @id, @token (the lease), @outcome varchar, @error (NULL keeps the
 // task's last_error), @node,
@@ -41,6 +41,7 @@ DECLARE @held_since datetime2(6);
 DECLARE @backoff_ms int;
 DECLARE @available datetime2(6);
 DECLARE @lost bit = 0;
+DECLARE @committed bit = 0;
 DECLARE @start_at datetime2(6);
 DECLARE @fin_at datetime2(6);
 DECLARE @busy_ms bigint;
@@ -53,7 +54,8 @@ DECLARE @busy_ms bigint;
 SELECT @queue = t.queue, @group = t.group_name, @stage = t.stage, @attempt = t.attempts,
        @tries = t.attempts - t.retry_base, @max_attempts = t.max_attempts,
        @cancel = t.cancel_requested, @held_by = t.lease_owner,
-       @held_session = t.session_id, @held_since = t.started_at
+       @held_session = t.session_id, @held_since = t.started_at,
+       @committed = CASE WHEN t.committed_token = @token THEN 1 ELSE 0 END
 FROM dbo.readpast_tasks AS t WITH (UPDLOCK, ROWLOCK)
 WHERE t.id = @id
   AND t.lease_token = @token
@@ -69,11 +71,24 @@ BEGIN
 END
 ELSE
 BEGIN
-    -- queue.AfterAttempt: an operator's cancel request wins over everything
-    -- (a release or a reclaim must not run the task again); a release is
-    -- pending at once; failed, timed_out and lost retry while attempts are
-    -- left, after queue.Backoff, delayed (out of the claim's indexes) until due.
+    -- A transactional body that committed (markCommittedBatch) succeeded,
+    -- whatever ended its attempt since: a release at shutdown, the reclaim
+    -- of its expired lease. It never runs again.
+    IF @committed = 1 AND @outcome <> 'succeeded'
+    BEGIN
+        SET @error = N'its body had committed, so the attempt succeeded; it was ended as '
+                     + CAST(@outcome AS nvarchar(10)) + COALESCE(N': ' + NULLIF(@error, N''), N'');
+        SET @outcome = 'succeeded';
+    END;
+    IF @committed = 1
+        SET @release = 0;
+    -- queue.AfterAttempt: a committed body succeeded; otherwise an operator's
+    -- cancel request wins over everything (a release or a reclaim must not
+    -- run the task again); a release is pending at once; failed, timed_out
+    -- and lost retry while attempts are left, after queue.Backoff, delayed
+    -- (out of the claim's indexes) until due.
     SET @state = CASE
+        WHEN @committed = 1 THEN 'succeeded'
         WHEN @cancel = 1 THEN 'cancelled'
         WHEN @release = 1 THEN 'pending'
         WHEN @outcome = 'succeeded' THEN 'succeeded'
@@ -156,13 +171,6 @@ var finishParams = []string{
 var finishBatch = query{
 	name:   "finish",
 	text:   finishPrologue + "BEGIN TRAN;\n" + finishCore + "\nCOMMIT TRAN;\n" + finishResult,
-	params: finishParams,
-}
-
-// finishInTx ends one attempt inside the caller's transaction (RunTransactional).
-var finishInTx = query{
-	name:   "finish-in-tx",
-	text:   finishPrologue + finishCore + finishResult,
 	params: finishParams,
 }
 

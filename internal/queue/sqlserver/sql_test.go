@@ -70,7 +70,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 	return append(scheduleBoundQueries(t), []boundQuery{
 		{claimBatch, claim},
 		{finishBatch, finish},
-		{finishInTx, finish},
+		{markCommittedBatch, []any{sql.Named("id", int64(1)), sql.Named("token", int64(2))}},
 		{expiredLeases, limitArgs(10)},
 		{heartbeatBatch, hb},
 		{setSessionBatch, setSessionArgs(queue.Lease{TaskID: 1, Token: 2}, "55")},
@@ -308,6 +308,11 @@ func TestQueryHintsAndBlocks(t *testing.T) {
 		}
 		if begins+cases != ends {
 			t.Errorf("%s: %d BEGIN and %d CASE but %d END", name, begins, cases, ends)
+		}
+		// markCommittedBatch ends the transaction beginTxBatch began, the
+		// body's; every other batch commits only what it began.
+		if name == markCommittedBatch.name {
+			begintran++
 		}
 		if begintran != commits {
 			t.Errorf("%s: %d BEGIN TRAN but %d COMMIT", name, begintran, commits)

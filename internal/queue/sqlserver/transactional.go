@@ -25,12 +25,13 @@ import (
 //     says which options and why) and reads XACT_STATE(), @@TRANCOUNT and
 //     whether the mark is still held: the completion runs only in the transaction
 //     begun in 1, still committable, at nesting level 1.
-//  4. The completion, finishInTx: the same statements as every finish.
-//  5. COMMIT TRAN.
+//  4. markCommittedBatch: the task's own row marked committed under the
+//     lease, and COMMIT TRAN, in one round trip. The attempt's end is
+//     recorded after, by the caller's ordinary finish (queue.TxResult).
 //
-// Steps 3 to 5 run under queue.Detached once the body has succeeded. A
+// Steps 3 and 4 run under queue.Detached once the body has succeeded. A
 // deadlock victim in step 4 rolled everything back, body included, so the
-// whole task runs again (retryDeadlock); a deadlock in the body is the body's
+// whole task runs again (retryConflicts); a deadlock in the body is the body's
 // failure. The session is then reset (sqlrun.ResetMSSQL) before it goes back
 // to the pool, or closed when its state is unknown, so nothing the body did
 // to it reaches the store's next request.
@@ -157,23 +158,44 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 		return res, nil
 	}
 
-	a.Outcome, a.Error = queue.OutcomeSucceeded, ""
-	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
-	a.FinishedAt = time.Now()
-	fin, err := runFinish(dctx, conn, finishInTx.text, a, modeFinish)
-	if err != nil || fin.Err != nil {
-		clean = rollback(dctx, conn) == nil
-		if err != nil {
-			return res, err
-		}
-		return res, fin.Err // the lease is gone: the body's effect must not commit
+	var lost bool
+	if err := conn.QueryRowContext(dctx, markCommittedBatch.text,
+		sql.Named("id", a.TaskID), sql.Named("token", a.Token)).Scan(&lost); err != nil {
+		return res, err // the session closes unclean: the server rolls back what it holds
 	}
-	if _, err := conn.ExecContext(dctx, "COMMIT TRAN;"); err != nil {
-		return res, err
+	if lost {
+		clean = true                   // the batch rolled back
+		return res, queue.ErrLeaseLost // the body's effect must not commit
 	}
 	clean = true
-	res.Committed, res.Finish = true, fin
+	res.Committed = true
 	return res, nil
+}
+
+// markCommittedBatch ends the body's transaction: it writes the lease token
+// into the task's own committed_token and commits, or rolls everything back
+// when the lease is not current (the row is gone from under the lease:
+// reclaimed, cancelled, finished), in one round trip. The transaction locks
+// the task's own row and nothing else another task's end takes, so a node
+// that stalls before this batch arrives blocks no other finish; the attempt
+// is recorded after, by an ordinary finish, and finishCore records it as
+// succeeded however it ends (queue.TxResult, migration 000002's header).
+var markCommittedBatch = query{
+	name: "mark-committed",
+	text: `SET NOCOUNT ON;
+SET XACT_ABORT ON;
+UPDATE dbo.readpast_tasks
+SET committed_token = @token
+WHERE id = @id AND lease_token = @token AND state = 'running';
+IF @@ROWCOUNT = 0
+BEGIN
+    ROLLBACK TRAN;
+    SELECT CAST(1 AS bit);
+    RETURN;
+END;
+COMMIT TRAN;
+SELECT CAST(0 AS bit);`,
+	params: []string{"id", "token"},
 }
 
 // runBody runs the batches in order on conn, each as many times as its

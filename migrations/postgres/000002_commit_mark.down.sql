@@ -1,0 +1,118 @@
+-- Back to the baseline: the functions as it made them, then the column.
+DROP FUNCTION readpast_mark_committed(bigint, bigint);
+DROP FUNCTION readpast_end_state(boolean, text, boolean, integer, integer, integer, boolean);
+CREATE FUNCTION readpast_end_state(p_release boolean, p_outcome text, p_cancel_requested boolean,
+                                   p_attempts integer, p_retry_base integer, p_max_attempts integer)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN p_cancel_requested THEN 'cancelled'
+        WHEN p_release THEN 'pending'
+        WHEN p_outcome = 'succeeded' THEN 'succeeded'
+        WHEN p_outcome = 'cancelled' THEN 'cancelled'
+        WHEN p_attempts - p_retry_base < p_max_attempts THEN 'pending'
+        ELSE 'failed' END
+$$;
+
+CREATE OR REPLACE FUNCTION readpast_end_plain(
+    p_release boolean, p_only bigint[], p_count boolean,
+    p_ids bigint[], p_tokens bigint[], p_outcomes text[], p_errors text[],
+    p_nodes text[], p_workers text[], p_sessions text[],
+    p_started timestamptz[], p_finished timestamptz[], p_rows bigint[], p_messages text[])
+RETURNS TABLE (out_ord bigint, out_id bigint, out_state text, out_retry_at timestamptz,
+               out_queue text, out_group text, out_chain text, out_stage integer)
+LANGUAGE plpgsql
+SET jit = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET enable_seqscan = off
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH a AS MATERIALIZED (
+        SELECT DISTINCT ON (x.id, x.token) x.*
+          FROM unnest(p_ids, p_tokens, p_outcomes, p_errors, p_nodes, p_workers, p_sessions,
+                      p_started, p_finished, p_rows, p_messages)
+               WITH ORDINALITY AS x(id, token, outcome, err, node, worker, sess, started, finished, nrows, msg, ord)
+         WHERE p_only IS NULL OR x.id = ANY (p_only)
+         ORDER BY x.id, x.token, x.ord
+    ),
+    ended AS (
+        UPDATE readpast_tasks t
+           SET state = readpast_end_state(p_release, a.outcome, t.cancel_requested, t.attempts, t.retry_base, t.max_attempts),
+               available_at = CASE
+                   WHEN readpast_end_state(p_release, a.outcome, t.cancel_requested, t.attempts, t.retry_base, t.max_attempts) <> 'pending'
+                       THEN t.available_at
+                   WHEN p_release THEN now()
+                   ELSE now() + readpast_backoff(t.attempts - t.retry_base) END,
+               -- A retry waits out its backoff (at least 1.5 s) as a delayed
+               -- task; a released task is ready at once.
+               delayed = readpast_end_state(p_release, a.outcome, t.cancel_requested, t.attempts, t.retry_base, t.max_attempts) = 'pending'
+                         AND NOT p_release,
+               finished_at = CASE
+                   WHEN readpast_end_state(p_release, a.outcome, t.cancel_requested, t.attempts, t.retry_base, t.max_attempts) = 'pending'
+                       THEN NULL ELSE now() END,
+               -- A success clears the error of an earlier attempt (the log keeps it).
+               last_error = CASE
+                   WHEN readpast_end_state(p_release, a.outcome, t.cancel_requested, t.attempts, t.retry_base, t.max_attempts) = 'succeeded'
+                       THEN NULL ELSE coalesce(nullif(a.err, ''), t.last_error) END,
+               lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = false
+          FROM a
+         WHERE t.id = a.id AND t.lease_token = a.token AND t.state || '' = 'running'
+        RETURNING a.ord, t.id, t.state, CASE WHEN t.state = 'pending' THEN t.available_at END AS retry_at,
+                  t.queue, t.group_name, t.chain, t.stage, t.attempts,
+                  coalesce(nullif(a.sess, ''), t.session_id, '') AS sess,
+                  a.node, a.worker, a.started, a.finished, a.outcome, a.err, a.nrows, a.msg
+    ),
+    rolled AS (
+        -- The throughput rollups: attempts per minute and per hour, queue and
+        -- outcome, with the time they ran; rows locked in key order.
+        INSERT INTO readpast_throughput AS tp (span, bucket, queue, outcome, n, busy_ms)
+        SELECT sp.span, date_trunc(sp.span, coalesce(e.finished, now())), e.queue, e.outcome, count(*),
+               sum(greatest(0, (extract(epoch FROM coalesce(e.finished, now()) - coalesce(e.started, e.finished, now())) * 1000)::bigint))
+          FROM ended e CROSS JOIN (VALUES ('minute'), ('hour')) AS sp(span)
+         GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+        ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = tp.n + excluded.n, busy_ms = tp.busy_ms + excluded.busy_ms
+        RETURNING 1
+    ),
+    logged AS (
+        INSERT INTO readpast_attempts (task_id, attempt, queue, node, worker, session_id, started_at, finished_at,
+                                       duration_ms, outcome, error, rows_affected, messages)
+        SELECT e.id, e.attempts, e.queue, coalesce(e.node, ''), coalesce(e.worker, ''), e.sess, ts.s, ts.f,
+               greatest(0, (extract(epoch FROM ts.f - ts.s) * 1000)::bigint), e.outcome,
+               coalesce(e.err, ''), coalesce(e.nrows, 0), coalesce(e.msg, '')
+          FROM ended e
+               CROSS JOIN LATERAL (SELECT coalesce(e.started, e.finished, now()) AS s,
+                                          coalesce(e.finished, now()) AS f) ts
+         ORDER BY e.ord
+    ),
+    counted AS (
+        -- The counts (000005's readpast_count in this statement), rows in
+        -- key order; taken after the rollups' rows, which this reads first.
+        INSERT INTO readpast_counts AS c (queue, state, n)
+        SELECT e.queue, e.state, count(*)
+          FROM ended e
+         WHERE p_count AND e.state IN ('succeeded', 'failed', 'cancelled') AND (SELECT count(*) FROM rolled) >= 0
+         GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (queue, state) DO UPDATE SET n = c.n + excluded.n
+    )
+    SELECT e.ord, e.id, e.state, e.retry_at, e.queue, e.group_name, e.chain, e.stage FROM ended e;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION readpast_pin_functions() RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+              WHERE p.pronamespace = current_schema()::regnamespace
+                AND p.proname IN ('readpast_claim', 'readpast_enqueue', 'readpast_end_attempts',
+                                  'readpast_cancel', 'readpast_retry') LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
+    END LOOP;
+END
+$$;
+
+SELECT readpast_pin_functions();
+ALTER TABLE readpast_tasks DROP COLUMN committed_token;
