@@ -227,7 +227,7 @@ type Capabilities struct {
 	// in fewer, larger batches; SQLite's one writer should not be held much
 	// longer than 500 take; SQL Server ends each attempt in its own
 	// transaction, so a call must stay small enough to end within the node's
-	// store timeout (docs/BENCHMARKS.md, "Larger claims and finishes").
+	// store timeout (docs/benchmarks/river.md, "Larger claims and finishes").
 	FinishBatch int
 }
 
