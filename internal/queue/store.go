@@ -12,6 +12,13 @@ import (
 // goroutines and many processes sharing one database. The conformance suite
 // (queuetest) exercises every method on every dialect; what a dialect cannot do
 // is a capability (Capabilities), never a missing method.
+//
+// A dialect persists; it does not decide. Its store is reached through
+// Checked (open.Store puts every store behind it), which refuses invalid
+// input with a *ValidationError and fills in the defaults before the dialect
+// is called, and schedules' rules are the schedule package's. So where a
+// method below says invalid input is refused, Checked refuses it, and a
+// dialect takes its arguments as given.
 type Store interface {
 	SchemaStore
 	TaskStore

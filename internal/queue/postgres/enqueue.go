@@ -15,12 +15,8 @@ import (
 // NotifyChannel once per distinct queue, so the listeners of every node
 // (Listen) hear of the new tasks when they commit.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
-	tasks, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
-	if err != nil {
-		return nil, err
-	}
 	var out []queue.Enqueued
-	err = s.write(ctx, func(ctx context.Context, c conn) error {
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
 		rows, err := c.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
 		if err == nil {
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Enqueued, error) {

@@ -102,9 +102,6 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 // next_fire_at, and the soonest one after, in one statement; at zero is the
 // database's now().
 func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
-	if err := queue.CheckDueLimit(limit); err != nil {
-		return queue.DueSchedules{}, err
-	}
 	rows, err := s.pool.Query(ctx, `SELECT n.now, n.next, d.id, d.name, d.cron, d.time_zone, d.misfire, d.version,
 			d.next_fire_at, d.last_fire_at
 		FROM (SELECT x.now, (SELECT min(next_fire_at) FROM readpast_schedules WHERE next_fire_at > x.now) AS next

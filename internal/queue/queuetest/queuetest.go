@@ -59,6 +59,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"rollups", rollupTests},
 		{"schedules", scheduleTests},
 		{"schedule_writes", scheduleWriteTests},
+		{"checks", checkTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -86,9 +86,6 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 
 // DueSchedules implements queue.Store: SQLite's clock is this process's.
 func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
-	if err := queue.CheckDueLimit(limit); err != nil {
-		return queue.DueSchedules{}, err
-	}
 	if at.IsZero() {
 		at = s.nowFor()
 	}

@@ -115,9 +115,6 @@ func dueArgs(at time.Time, limit int) []any {
 
 // DueSchedules implements queue.Store.
 func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
-	if err := queue.CheckDueLimit(limit); err != nil {
-		return queue.DueSchedules{}, err
-	}
 	var out queue.DueSchedules
 	rows, err := queryAll(ctx, s.db, dueSchedulesQuery.text, dueArgs(at, limit), func(r *sql.Rows) (queue.DueSchedule, error) {
 		var (
