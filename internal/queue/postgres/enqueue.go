@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Enqueue implements queue.Store: every task is validated first, then the batch
-// is written by one call of readpast_enqueue (one round trip, one transaction),
+// Enqueue implements queue.Store: the batch (checked by queue.Checked) is
+// written by one call of readpast_enqueue (one round trip, one transaction),
 // so a batch is all or nothing. In the same transaction it notifies
 // NotifyChannel once per distinct queue, so the listeners of every node
 // (Listen) hear of the new tasks when they commit.
