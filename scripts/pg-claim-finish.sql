@@ -1,7 +1,7 @@
 -- The store's hot path on one PostgreSQL backend, without contention: server
 -- time per task of readpast_claim and readpast_end_attempts, the two calls a
--- node makes for every batch (docs/BENCHMARKS.md, "Claims and finishes of
--- 2026-11-27"). For a scratch database only: it empties the tasks and the log.
+-- node makes for every batch (docs/benchmarks/river.md, "Claims and finishes
+-- of 2026-11-27"). For a scratch database only: it empties the tasks and the log.
 --
 --   readpast migrate --dsn postgres://…/scratch
 --   psql -d scratch -v tasks=60000 -v cycles=100 -v batch=500 -f scripts/pg-claim-finish.sql

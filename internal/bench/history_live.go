@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/schedule"
 	"readpast/internal/workers"
 )
 
@@ -133,7 +134,7 @@ func seedLiveQueue(ctx context.Context, s queue.Store, q string, nth int) error 
 // seedScheduleRuns gives historySchedule, paused, livePending pending runs
 // in the quiet queue.
 func seedScheduleRuns(ctx context.Context, s queue.Store) error {
-	_, err := s.CreateSchedule(ctx, queue.ScheduleDef{Name: historySchedule, Cron: "0 1 * * *", Paused: true,
+	_, err := schedule.Editor{Store: s}.CreateSchedule(ctx, queue.ScheduleDef{Name: historySchedule, Cron: "0 1 * * *", Paused: true,
 		Overlap: queue.OverlapAllow, Task: queue.ScheduleTask{Queue: quietQueue, Body: "SELECT 1 -- scheduled"}}, "bench")
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w", historySchedule, err)

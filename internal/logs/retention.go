@@ -27,8 +27,9 @@ import (
 //     is oneWriterShare-1 times as long as the batch took (at least Pause,
 //     when set), so the purge has the writer at most 1/oneWriterShare of the
 //     time. What a batch took includes its wait for the writer, so a busy
-//     writer slows the purge further. Measured in docs/BENCHMARKS.md (issue
-//     11): 500-row batches 50 ms apart, each with its fsync, held the writer
+//     writer slows the purge further. Measured in
+//     docs/benchmarks/backlog-and-retention.md (issue 11): 500-row batches
+//     50 ms apart, each with its fsync, held the writer
 //     2.4–4 ms and raised SQLite's claim p99 3.56× while purging 1M tasks and
 //     their log; 50-row batches with their fsync 3.59×, without it 2.23×
 //     (about 1 ms a batch); 20-row batches without it, the figure there.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/schedule"
 )
 
 // Timeout bounds the store calls made for one request: an operation bounds its
@@ -48,21 +49,23 @@ type Deps struct {
 	Node      Node      // nil: no workers in this process
 	Scheduler Scheduler // nil: no scheduler in this process
 	// MaxBodyBytes is the store's body limit (0: queue.DefaultMaxBodyBytes),
-	// for the checks made without the store (a schedule's preview).
+	// for the checks of a schedule's definition, made before the store is
+	// called (and for its preview, made without it).
 	MaxBodyBytes int
 }
 
 // Ops performs the operations on a store and this node.
 type Ops struct {
-	store   queue.Store
-	node    Node
-	sched   Scheduler
-	maxBody int
+	store     queue.Store
+	node      Node
+	sched     Scheduler
+	schedules schedule.Editor // holds the body limit too
 }
 
 // New returns the operations on d.Store.
 func New(d Deps) *Ops {
-	return &Ops{store: d.Store, node: d.Node, sched: d.Scheduler, maxBody: d.MaxBodyBytes}
+	return &Ops{store: d.Store, node: d.Node, sched: d.Scheduler,
+		schedules: schedule.Editor{Store: d.Store, MaxBodyBytes: d.MaxBodyBytes}}
 }
 
 // wake tells this node's idle workers of the queue about new work.

@@ -80,14 +80,19 @@ func (s boundedStore) Groups(ctx context.Context) ([]queue.Group, error) {
 	return s.Store.Groups(ctx)
 }
 
-func (s boundedStore) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
+func (s boundedStore) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
 	s.check(ctx, "CreateSchedule")
-	return s.Store.CreateSchedule(ctx, d, actor)
+	return s.Store.CreateSchedule(ctx, n)
 }
 
-func (s boundedStore) UpdateSchedule(ctx context.Context, name string, u queue.ScheduleUpdate) (*queue.Schedule, error) {
-	s.check(ctx, "UpdateSchedule")
-	return s.Store.UpdateSchedule(ctx, name, u)
+func (s boundedStore) GetSchedule(ctx context.Context, name string) (*queue.Schedule, error) {
+	s.check(ctx, "GetSchedule")
+	return s.Store.GetSchedule(ctx, name)
+}
+
+func (s boundedStore) ReplaceSchedule(ctx context.Context, r queue.ScheduleReplace) (bool, error) {
+	s.check(ctx, "ReplaceSchedule")
+	return s.Store.ReplaceSchedule(ctx, r)
 }
 
 func (s boundedStore) DeleteSchedule(ctx context.Context, name, actor string) error {

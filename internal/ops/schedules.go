@@ -8,10 +8,11 @@ import (
 	"readpast/internal/schedule"
 )
 
-// Schedules (docs/SCHEDULES.md). The store checks a definition before it
-// writes anything (the error names the field) and audits every change as the
-// actor's; each operation then wakes this node's scheduler, so a change made
-// here takes effect at once rather than at the next poll.
+// Schedules (docs/SCHEDULES.md). The schedule package's Editor checks a
+// definition and the actor before the store writes anything (the error names
+// the field), and the store audits every change as the actor's; each
+// operation then wakes this node's scheduler, so a change made here takes
+// effect at once rather than at the next poll.
 
 // UpcomingShown is how many of its next fire times a schedule is shown with,
 // on the page and in the API.
@@ -22,7 +23,7 @@ const UpcomingShown = 5
 func (o *Ops) CreateSchedule(ctx context.Context, actor string, d queue.ScheduleDef) (*queue.Schedule, error) {
 	ctx, cancel := Bound(ctx)
 	defer cancel()
-	s, err := o.store.CreateSchedule(ctx, d, actor)
+	s, err := o.schedules.CreateSchedule(ctx, d, actor)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +37,7 @@ func (o *Ops) UpdateSchedule(ctx context.Context, actor, name string, u queue.Sc
 	u.Actor = actor
 	ctx, cancel := Bound(ctx)
 	defer cancel()
-	s, err := o.store.UpdateSchedule(ctx, name, u)
+	s, err := o.schedules.UpdateSchedule(ctx, name, u)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +49,7 @@ func (o *Ops) UpdateSchedule(ctx context.Context, actor, name string, u queue.Sc
 func (o *Ops) DeleteSchedule(ctx context.Context, actor, name string) error {
 	ctx, cancel := Bound(ctx)
 	defer cancel()
-	return o.store.DeleteSchedule(ctx, name, actor)
+	return o.schedules.DeleteSchedule(ctx, name, actor)
 }
 
 // RunSchedule enqueues a run of the schedule now (Run now), paused or not,
@@ -57,7 +58,7 @@ func (o *Ops) DeleteSchedule(ctx context.Context, actor, name string) error {
 func (o *Ops) RunSchedule(ctx context.Context, actor, name string) (t *queue.Task, duplicate bool, err error) {
 	ctx, cancel := Bound(ctx)
 	defer cancel()
-	res, err := o.store.RunSchedule(ctx, name, actor)
+	res, err := o.schedules.RunSchedule(ctx, name, actor)
 	if err != nil {
 		return nil, false, err
 	}
@@ -76,7 +77,7 @@ func (o *Ops) RunSchedule(ctx context.Context, actor, name string) (t *queue.Tas
 // paused): what the schedule form shows before it is saved.
 func (o *Ops) PreviewSchedule(d queue.ScheduleDef, now time.Time, n int) ([]time.Time, error) {
 	d.Paused = false
-	def, next, err := schedule.Prepare(d, o.maxBody, now)
+	def, next, err := schedule.Prepare(d, o.schedules.MaxBodyBytes, now)
 	if err != nil {
 		return nil, err
 	}

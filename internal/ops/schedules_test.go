@@ -88,9 +88,13 @@ func TestScheduleOperations(t *testing.T) {
 		require.ErrorAs(t, err, &ve)
 		require.Equal(t, "body", ve.Field, "a preview checks the body against the store's limit")
 		require.Contains(t, ve.Reason, "over the limit of 1024 bytes")
+		_, err = small.CreateSchedule(ctx, "operator:ann", queue.ScheduleDef{Name: "big", Cron: "@daily",
+			Task: queue.ScheduleTask{Body: strings.Repeat("x", 2000)}})
+		require.ErrorAs(t, err, &ve)
+		require.Equal(t, "body", ve.Field, "a create checks the body against the store's limit before the store writes")
 		ss, err := e.Store.Schedules(e.Ctx)
 		require.NoError(t, err)
-		require.Len(t, ss, 1, "a preview writes nothing")
+		require.Len(t, ss, 1, "neither a preview nor a refused create writes anything")
 
 		require.NoError(t, o.DeleteSchedule(ctx, "operator:dee", "nightly"))
 		require.ErrorIs(t, o.DeleteSchedule(ctx, "operator:dee", "nightly"), queue.ErrNotFound)

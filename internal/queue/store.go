@@ -12,6 +12,13 @@ import (
 // goroutines and many processes sharing one database. The conformance suite
 // (queuetest) exercises every method on every dialect; what a dialect cannot do
 // is a capability (Capabilities), never a missing method.
+//
+// A dialect persists; it does not decide. Its store is reached through
+// Checked (open.Store puts every store behind it), which refuses invalid
+// input with a *ValidationError and fills in the defaults before the dialect
+// is called, and schedules' rules are the schedule package's. So where a
+// method below says invalid input is refused, Checked refuses it, and a
+// dialect takes its arguments as given.
 type Store interface {
 	SchemaStore
 	TaskStore
@@ -155,26 +162,29 @@ type LogStore interface {
 
 // ScheduleStore keeps schedules (docs/SCHEDULES.md) and makes their fires:
 // each fire time of a schedule creates at most one task, cluster-wide, however
-// many schedulers race for it. Definitions are validated with the schedule
-// package's rules (cron, time zone, task template) before anything is written;
-// every operator's change is audited.
+// many schedulers race for it. A store persists; it does not decide: the
+// definitions, next fire times and actors it is given were checked by the
+// schedule package (schedule.Editor checks an operator's change,
+// schedule.Plan a fire), so a dialect writes only SQL. Every operator's
+// change is audited in the transaction that makes it.
 type ScheduleStore interface {
-	// CreateSchedule stores a new schedule, due at its first fire time after
-	// now. A taken name gives ErrExists.
-	CreateSchedule(ctx context.Context, d ScheduleDef, actor string) (*Schedule, error)
+	// CreateSchedule writes a new schedule as given, with its audit row. A
+	// taken name gives ErrExists.
+	CreateSchedule(ctx context.Context, s NewSchedule) error
 	// GetSchedule returns one schedule with its latest run; ErrNotFound if none.
 	GetSchedule(ctx context.Context, name string) (*Schedule, error)
 	// Schedules lists every schedule by name, each with its latest run.
 	Schedules(ctx context.Context) ([]Schedule, error)
-	// UpdateSchedule changes a schedule (pause and resume too). A change of
-	// when it fires (cron, time zone, resume) makes it due at its first fire
-	// time after now; a pause makes it due never.
-	UpdateSchedule(ctx context.Context, name string, u ScheduleUpdate) (*Schedule, error)
-	// DeleteSchedule removes a schedule; its tasks stay. ErrNotFound if none.
+	// ReplaceSchedule writes r's definition and next fire time over the
+	// schedule's, with its audit row, only while the schedule is still at
+	// r.Version; it reports whether it wrote.
+	ReplaceSchedule(ctx context.Context, r ScheduleReplace) (bool, error)
+	// DeleteSchedule removes a schedule, audited as actor's; its tasks stay.
+	// ErrNotFound if none.
 	DeleteSchedule(ctx context.Context, name, actor string) error
-	// RunSchedule enqueues a run of the schedule now, outside its fire times
-	// and whether paused or not. With OverlapSkip while the latest run is
-	// unfinished it creates nothing and returns that run (Duplicate).
+	// RunSchedule enqueues a run of the schedule now, as actor's, outside its
+	// fire times and whether paused or not. With OverlapSkip while the latest
+	// run is unfinished it creates nothing and returns that run (Duplicate).
 	RunSchedule(ctx context.Context, name, actor string) (Enqueued, error)
 	// DueSchedules returns up to limit schedules due at at (zero: now by the
 	// database's clock), soonest first, without locking anything.
@@ -224,7 +234,7 @@ type Capabilities struct {
 	// in fewer, larger batches; SQLite's one writer should not be held much
 	// longer than 500 take; SQL Server ends each attempt in its own
 	// transaction, so a call must stay small enough to end within the node's
-	// store timeout (docs/BENCHMARKS.md, "Larger claims and finishes").
+	// store timeout (docs/benchmarks/river.md, "Larger claims and finishes").
 	FinishBatch int
 }
 

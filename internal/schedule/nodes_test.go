@@ -42,7 +42,7 @@ func TestSchedulersOnManyNodes(t *testing.T) {
 	testenv.ForEachDialect(t, func(t *testing.T, e *testenv.Env) {
 		names := []string{"tick-a", "tick-b", "tick-c"}
 		for _, n := range names {
-			_, err := e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: n, Cron: "* * * * * *", Overlap: queue.OverlapAllow,
+			_, err := schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: n, Cron: "* * * * * *", Overlap: queue.OverlapAllow,
 				Task: queue.ScheduleTask{Queue: "ticks", Body: "SELECT 1"}}, "test")
 			require.NoError(t, err)
 		}
@@ -130,7 +130,7 @@ func TestSchedulerProcess(t *testing.T) {
 func TestSchedulerSleepsUntilTheNextFireAndWakes(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachDialect(t, func(t *testing.T, e *testenv.Env) {
-		_, err := e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "first", Cron: "* * * * * *", Overlap: queue.OverlapAllow,
+		_, err := schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "first", Cron: "* * * * * *", Overlap: queue.OverlapAllow,
 			Task: queue.ScheduleTask{Queue: "w", Body: "SELECT 1"}}, "test")
 		require.NoError(t, err)
 		var mu sync.Mutex
@@ -149,7 +149,7 @@ func TestSchedulerSleepsUntilTheNextFireAndWakes(t *testing.T) {
 		require.Eventually(t, func() bool { return runs("first") >= 3 }, 30*time.Second, 50*time.Millisecond,
 			"an every-second schedule runs though the poll is an hour")
 
-		_, err = e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "later", Cron: "* * * * * *",
+		_, err = schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "later", Cron: "* * * * * *",
 			Task: queue.ScheduleTask{Queue: "w2", Body: "SELECT 1"}}, "test")
 		require.NoError(t, err)
 		sc.Wake()

@@ -60,7 +60,8 @@ func (t *postgresTarget) Close() error             { t.pool.Close(); return nil 
 // a batch may hold several statements, as in psql. The session reset that
 // makes the connection clean for the next body (DISCARD ALL) is written
 // together with the last batch, so a one-batch body costs one round trip
-// (docs/BENCHMARKS.md: the separate reset cost a tenth of the throughput).
+// (docs/benchmarks/time-per-task.md, "What changed the figures": the separate
+// reset cost a tenth of the throughput).
 func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(string)) (res Result, err error) {
 	runs, err := sqlscript.Runs(body, sqlscript.PostgreSQL)
 	if err != nil {

@@ -203,7 +203,7 @@ func TestScheduleButtonsNeedOperatorAndCSRF(t *testing.T) {
 	t.Parallel()
 	eachDialect(t, func(t *testing.T, d testenv.Dialect) {
 		env := newAPIEnv(t, apiOpts{tokens: true, dialect: d})
-		_, err := env.store.CreateSchedule(env.ctx, queue.ScheduleDef{Name: "s", Cron: "@daily", Task: queue.ScheduleTask{Body: "SELECT 1"}}, "test")
+		_, err := schedule.Editor{Store: env.store}.CreateSchedule(env.ctx, queue.ScheduleDef{Name: "s", Cron: "@daily", Task: queue.ScheduleTask{Body: "SELECT 1"}}, "test")
 		require.NoError(t, err)
 		req := env.newRequest("GET", "/schedules", testViewerToken, "")
 		req.Header.Set("Accept", "text/html")
@@ -220,7 +220,7 @@ func TestScheduleButtonsNeedOperatorAndCSRF(t *testing.T) {
 		}
 
 		e := newUIEnv(t, uiOpts{dialect: d})
-		_, err = e.store.CreateSchedule(e.ctx, queue.ScheduleDef{Name: "s", Cron: "@daily", Task: queue.ScheduleTask{Body: "SELECT 1"}}, "test")
+		_, err = schedule.Editor{Store: e.store}.CreateSchedule(e.ctx, queue.ScheduleDef{Name: "s", Cron: "@daily", Task: queue.ScheduleTask{Body: "SELECT 1"}}, "test")
 		require.NoError(t, err)
 		for _, path := range []string{"/schedules/new", "/schedules/s/run", "/schedules/s/pause", "/schedules/s/edit", "/schedules/s/delete"} {
 			p := e.post(path, url.Values{auth.CSRFField: {"forged"}, "name": {"x"}, "cron": {"@daily"}, "body": {"SELECT 1"}})

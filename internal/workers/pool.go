@@ -54,7 +54,7 @@ const (
 	// behind bodies of a millisecond or less a claim takes hundreds of tasks,
 	// as River's fetch takes up to its free workers: a drain makes a sixth as
 	// many claims, each a commit and a scan of the ready index's head
-	// (docs/BENCHMARKS.md, "Larger claims and finishes": four a slot gave
+	// (docs/benchmarks/river.md, "Larger claims and finishes": four a slot gave
 	// claims of about 145 and cost the server a sixth more per task).
 	aheadPerSlot = 32
 )

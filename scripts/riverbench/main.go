@@ -1,5 +1,5 @@
 // Command riverbench compares ReadPast with River on one PostgreSQL server, in
-// one run (docs/BENCHMARKS.md, "ReadPast and River"). Each round drains the
+// one run (docs/benchmarks/river.md). Each round drains the
 // same number of tasks four ways, each on a scratch database created for it:
 //
 //   - readpast: `readpast bench --only throughput`: one node, --workers workers,

@@ -14,8 +14,19 @@ import (
 	"readpast/internal/queue/sqlserver"
 )
 
-// Store opens the store a DSN names. It does not migrate.
+// Store opens the store a DSN names, behind the checks every dialect shares
+// (queue.Checked): the dialect's store receives checked values only. It does
+// not migrate.
 func Store(ctx context.Context, dsn string, opts queue.Options) (queue.Store, error) {
+	s, err := dialectStore(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	return queue.Checked(s, opts), nil
+}
+
+// dialectStore opens the dialect's own store.
+func dialectStore(ctx context.Context, dsn string, opts queue.Options) (queue.Store, error) {
 	d, path, err := dialect.Parse(dsn)
 	if err != nil {
 		return nil, err

@@ -17,9 +17,6 @@ func claimArgs(p queue.ClaimParams) []any {
 // (docs/QUEUE.md, "Claiming"): one statement in its own implicit transaction,
 // so one round trip.
 func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, error) {
-	if err := queue.CheckClaim(p); err != nil {
-		return nil, err
-	}
 	var tasks []*queue.Task
 	err := s.write(ctx, func(ctx context.Context, c conn) error {
 		rows, err := c.Query(ctx, claimSQL, claimArgs(p)...)

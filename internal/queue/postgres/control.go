@@ -55,9 +55,6 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 // UpdateQueue implements queue.Store: one statement upserts the settings and
 // writes the audit row.
 func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdate) (*queue.Queue, error) {
-	if err := queue.CheckQueueUpdate(name, u); err != nil {
-		return nil, err
-	}
 	err := s.exec(ctx, `WITH q AS (
 			INSERT INTO readpast_queues AS q (name, workers, max_running, paused, updated_by)
 			VALUES ($1, $2, $3, coalesce($5, false), $6)
@@ -85,9 +82,6 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 
 // SetGroupLimit implements queue.Store.
 func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, actor string) error {
-	if err := queue.CheckGroupLimit(name, maxRunning); err != nil {
-		return err
-	}
 	err := s.exec(ctx, `WITH g AS (
 			INSERT INTO readpast_groups AS g (name, max_running, updated_by) VALUES ($1, $2, $3)
 			ON CONFLICT (name) DO UPDATE SET max_running = $2, updated_at = now(), updated_by = $3

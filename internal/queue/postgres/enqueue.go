@@ -9,18 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Enqueue implements queue.Store: every task is validated first, then the batch
-// is written by one call of readpast_enqueue (one round trip, one transaction),
+// Enqueue implements queue.Store: the batch (checked by queue.Checked) is
+// written by one call of readpast_enqueue (one round trip, one transaction),
 // so a batch is all or nothing. In the same transaction it notifies
 // NotifyChannel once per distinct queue, so the listeners of every node
 // (Listen) hear of the new tasks when they commit.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
-	tasks, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
-	if err != nil {
-		return nil, err
-	}
 	var out []queue.Enqueued
-	err = s.write(ctx, func(ctx context.Context, c conn) error {
+	err := s.write(ctx, func(ctx context.Context, c conn) error {
 		rows, err := c.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
 		if err == nil {
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Enqueued, error) {

@@ -26,29 +26,14 @@ const (
 
 // Finish implements queue.Store.
 func (s *Store) Finish(ctx context.Context, attempts []queue.Attempt) ([]queue.FinishResult, error) {
-	if err := checkOutcomes(attempts); err != nil {
-		return nil, err
-	}
 	out, err := s.end(ctx, modeFinish, attempts)
 	return out, wrap(err, "finishing %d attempts", len(attempts))
 }
 
 // Release implements queue.Store.
 func (s *Store) Release(ctx context.Context, attempts []queue.Attempt) ([]queue.FinishResult, error) {
-	if err := checkOutcomes(attempts); err != nil {
-		return nil, err
-	}
 	out, err := s.end(ctx, modeRelease, attempts)
 	return out, wrap(err, "releasing %d tasks", len(attempts))
-}
-
-func checkOutcomes(attempts []queue.Attempt) error {
-	for _, a := range attempts {
-		if err := queue.CheckFinishOutcome(a.Outcome); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ReclaimExpired implements queue.Store. It reads the expired leases, then ends

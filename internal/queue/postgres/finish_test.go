@@ -26,9 +26,9 @@ func TestFinishLocksTasksInIDOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := migratedStore(t, ctx)
-	_, err := s.Enqueue(ctx, []queue.NewTask{{Queue: "order", Body: "SELECT 1"}, {Queue: "order", Body: "SELECT 1"}, {Queue: "order", Body: "SELECT 1"}})
+	_, err := checked(s).Enqueue(ctx, []queue.NewTask{{Queue: "order", Body: "SELECT 1"}, {Queue: "order", Body: "SELECT 1"}, {Queue: "order", Body: "SELECT 1"}})
 	require.NoError(t, err)
-	claimed, err := s.Claim(ctx, queue.ClaimParams{Queue: "order", Owner: "n1/w1", Limit: 3, LeaseDuration: time.Minute})
+	claimed, err := checked(s).Claim(ctx, queue.ClaimParams{Queue: "order", Owner: "n1/w1", Limit: 3, LeaseDuration: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, claimed, 3)
 	lowest, highest := claimed[0].ID, claimed[2].ID
@@ -55,7 +55,7 @@ func TestFinishLocksTasksInIDOrder(t *testing.T) {
 			attempts = append(attempts, queue.Attempt{Lease: claimed[i].Lease(), Outcome: queue.OutcomeSucceeded,
 				StartedAt: time.Now(), FinishedAt: time.Now()})
 		}
-		res, err := s.Finish(ctx, attempts)
+		res, err := checked(s).Finish(ctx, attempts)
 		done <- finished{res, err}
 	}()
 
@@ -93,7 +93,7 @@ func TestFinishesCountOnceAndDoNotDeadlock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := migratedStore(t, ctx)
-	enq, err := s.Enqueue(ctx, []queue.NewTask{
+	enq, err := checked(s).Enqueue(ctx, []queue.NewTask{
 		{Queue: "q", Body: "SELECT 1", Chain: "c", Stage: 1, MaxAttempts: 1},
 		{Queue: "q", Body: "SELECT 1", Chain: "c", Stage: 2},
 		{Queue: "q", Body: "SELECT 1", MaxAttempts: 1},
@@ -101,7 +101,7 @@ func TestFinishesCountOnceAndDoNotDeadlock(t *testing.T) {
 	})
 	require.NoError(t, err)
 	ids := queue.IDs(enq)
-	claimed, err := s.Claim(ctx, queue.ClaimParams{Queue: "q", Owner: "n1/w1", Limit: 10, LeaseDuration: time.Minute})
+	claimed, err := checked(s).Claim(ctx, queue.ClaimParams{Queue: "q", Owner: "n1/w1", Limit: 10, LeaseDuration: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, claimed, 3, "the chain's first stage and the two plain tasks")
 	byID := map[int64]*queue.Task{}
@@ -120,7 +120,7 @@ func TestFinishesCountOnceAndDoNotDeadlock(t *testing.T) {
 
 	errs := make(chan error, 2)
 	finish := func(attempts ...queue.Attempt) {
-		res, err := s.Finish(ctx, attempts)
+		res, err := checked(s).Finish(ctx, attempts)
 		for _, r := range res {
 			if err == nil {
 				err = r.Err

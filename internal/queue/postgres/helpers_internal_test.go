@@ -9,10 +9,10 @@ import (
 	"readpast/internal/testpg"
 )
 
-// newStore opens an unmigrated store on a new database of the shared test
+// openStore opens an unmigrated store on a new database of the shared test
 // server, for the tests of this package's internals (the shared suite runs in
 // postgres_test through testenv, which this package's own tests cannot import).
-func newStore(t *testing.T) queue.Store {
+func openStore(t *testing.T) *Store {
 	t.Helper()
 	dsn := testpg.Shared(t).NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -25,10 +25,17 @@ func newStore(t *testing.T) queue.Store {
 	return s
 }
 
-// migratedStore is newStore's store with its schema, migrated under ctx.
+// newStore is openStore's store as open.Store gives it: behind queue.Checked.
+func newStore(t *testing.T) queue.Store { return checked(openStore(t)) }
+
+// checked is s behind the checks every dialect shares (queue.Checked), as
+// production calls it: s's own methods take checked values only.
+func checked(s *Store) queue.Store { return queue.Checked(s, s.opts) }
+
+// migratedStore is openStore's store with its schema, migrated under ctx.
 func migratedStore(t *testing.T, ctx context.Context) *Store {
 	t.Helper()
-	s := newStore(t).(*Store)
+	s := openStore(t)
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("migrating: %v", err)
 	}

@@ -14,9 +14,6 @@ import (
 // readpast_* function production calls) inside BEGIN on a connection of its
 // own and keeps the transaction open until Release.
 func (s *Store) Hold(ctx context.Context, op queue.HoldOp) (queue.Held, error) {
-	if err := queue.CheckHold(op); err != nil {
-		return nil, err
-	}
 	var (
 		sql  string
 		args []any
@@ -27,11 +24,7 @@ func (s *Store) Hold(ctx context.Context, op queue.HoldOp) (queue.Held, error) {
 	case queue.HoldFinish:
 		sql, args = endSQL, endArgs(modeFinish, op.Attempts)
 	case queue.HoldEnqueue:
-		tasks, err := queue.NormalizeAll(op.Tasks, s.opts.MaxBodyBytes)
-		if err != nil {
-			return nil, err
-		}
-		sql, args = enqueueSQL, enqueueArgs(tasks)
+		sql, args = enqueueSQL, enqueueArgs(op.Tasks)
 	case queue.HoldCancel:
 		sql, args = cancelSQL, []any{op.TaskID, op.Actor}
 	}

@@ -55,13 +55,13 @@ func TestListen(t *testing.T) {
 		return got
 	}
 	task := func(q string) queue.NewTask { return queue.NewTask{Queue: q, Body: "SELECT 1"} }
-	_, err := s.Enqueue(ctx, []queue.NewTask{task("q1"), task("q2"), task("q1"), task("q3"), task("q2"), task("q1")})
+	_, err := checked(s).Enqueue(ctx, []queue.NewTask{task("q1"), task("q2"), task("q1"), task("q3"), task("q2"), task("q1")})
 	require.NoError(t, err)
 	require.Equal(t, []string{"q1", "q2", "q3"}, collect(3), "one notification per distinct queue")
 
 	// Idle for several checks; the connection still delivers.
 	time.Sleep(500 * time.Millisecond)
-	_, err = s.Enqueue(ctx, []queue.NewTask{task("q2")})
+	_, err = checked(s).Enqueue(ctx, []queue.NewTask{task("q2")})
 	require.NoError(t, err)
 	require.Equal(t, []string{"q2"}, collect(1))
 
@@ -74,7 +74,7 @@ func TestListen(t *testing.T) {
 	require.Equal(t, []string{"q1", "q2", "q3"}, collect(3), "a reconnected listener wakes every known queue")
 	t.Logf("listener back %s after its connection was killed", time.Since(start).Round(time.Millisecond))
 	require.NotEqual(t, pid, listenerPID())
-	_, err = s.Enqueue(ctx, []queue.NewTask{task("q4")})
+	_, err = checked(s).Enqueue(ctx, []queue.NewTask{task("q4")})
 	require.NoError(t, err)
 	require.Equal(t, []string{"q4"}, collect(1))
 

@@ -40,10 +40,7 @@ func scanAttempts(rows pgx.Rows) ([]queue.AttemptRecord, error) {
 
 // Attempts implements queue.LogStore: keyset pages newest first (attemptsSQL).
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
-	query, args, err := attemptsSQL(q)
-	if err != nil {
-		return nil, err
-	}
+	query, args := attemptsSQL(q)
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(err, "querying the execution log")
@@ -57,11 +54,8 @@ func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.Attempt
 // by readpast_attempts_list (queue, outcome, id), one range per outcome or per
 // queue merged (migrations/*/000001_baseline); a time range alone by
 // readpast_attempts_finished.
-func attemptsSQL(q queue.LogQuery) (string, []any, error) {
-	limit, err := queue.CheckLogQuery(q)
-	if err != nil {
-		return "", nil, err
-	}
+func attemptsSQL(q queue.LogQuery) (string, []any) {
+	limit := q.Limit // checked and defaulted by queue.Checked
 	pg := &page{cols: attemptColumns, table: "readpast_attempts"}
 	if q.TaskID != 0 {
 		pg.add("task_id = $%d", q.TaskID)
@@ -91,7 +85,7 @@ func attemptsSQL(q queue.LogQuery) (string, []any, error) {
 	default:
 		query, args = pg.one(limit)
 	}
-	return query, args, nil
+	return query, args
 }
 
 // PurgeAttempts implements queue.LogStore. One short statement deletes at most
@@ -108,9 +102,6 @@ func (s *Store) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) 
 // waiting for them.
 func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
 	// The finished counts shrink in the same statement.
-	if err := queue.CheckPurge(batch); err != nil {
-		return 0, err
-	}
 	var n int64
 	err := s.write(ctx, func(ctx context.Context, c conn) error {
 		return c.QueryRow(ctx, `WITH gone AS (
@@ -126,9 +117,6 @@ func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (in
 }
 
 func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time, batch int) (int64, error) {
-	if err := queue.CheckPurge(batch); err != nil {
-		return 0, err
-	}
 	tag, err := s.execTag(ctx, query, cutoff, batch)
 	if err != nil {
 		return 0, wrap(err, "%s", what)

@@ -41,11 +41,15 @@ func TestReadsUseIndexesNotHistory(t *testing.T) {
 		index []string // each must appear in the plan
 	}
 	list := func(name string, p queue.ListParams, index ...string) query {
-		sql, args, err := listSQL(p)
+		var err error
+		p.Limit, err = queue.CheckList(p) // as queue.Checked does before the store reads
+		sql, args := listSQL(p)
 		return query{"list " + name, sql, args, err, index}
 	}
 	logs := func(name string, q queue.LogQuery, index ...string) query {
-		sql, args, err := attemptsSQL(q)
+		var err error
+		q.Limit, err = queue.CheckLogQuery(q)
+		sql, args := attemptsSQL(q)
 		return query{"log " + name, sql, args, err, index}
 	}
 	const q = queue.DefaultQueue
@@ -139,7 +143,7 @@ func TestPagesSkipOtherHistory(t *testing.T) {
 	// A busy queue's history, and a quiet queue that has rows of its own but
 	// none succeeded and no log rows. The busy history is all of one group and
 	// one schedule, which also have a pending task each, older than it.
-	if _, err := s.Enqueue(ctx, []queue.NewTask{{Queue: "quiet", Body: "SELECT 1"}, {Queue: "quiet", Body: "SELECT 1", Group: "nightly"}}); err != nil {
+	if _, err := checked(s).Enqueue(ctx, []queue.NewTask{{Queue: "quiet", Body: "SELECT 1"}, {Queue: "quiet", Body: "SELECT 1", Group: "nightly"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.pool.Exec(ctx, `
@@ -207,17 +211,17 @@ func TestPagesSkipOtherHistory(t *testing.T) {
 		}
 	}
 	for name, p := range lists {
-		sql, args, err := listSQL(p)
-		if err != nil {
+		if _, err := queue.CheckList(p); err != nil {
 			t.Fatal(err)
 		}
+		sql, args := listSQL(p)
 		check("tasks: "+name, p.Limit, sql, args)
 	}
 	for name, q := range logs {
-		sql, args, err := attemptsSQL(q)
-		if err != nil {
+		if _, err := queue.CheckLogQuery(q); err != nil {
 			t.Fatal(err)
 		}
+		sql, args := attemptsSQL(q)
 		check("log: "+name, q.Limit, sql, args)
 	}
 }

@@ -43,7 +43,7 @@ func TestClaimUsesThePartialIndexes(t *testing.T) {
 			for i := range grouped {
 				grouped[i] = queue.NewTask{Body: "SELECT 1", Group: fmt.Sprintf("g%d", i%4)}
 			}
-			if _, err := s.Enqueue(ctx, grouped); err != nil {
+			if _, err := checked(s).Enqueue(ctx, grouped); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -121,7 +121,7 @@ func TestFinishFindsTasksByPrimaryKey(t *testing.T) {
 	// History enough that reading the whole table costs more than index
 	// lookups, and no ANALYZE.
 	s := storeWithHistory(t, ctx, 200)
-	claimed, err := s.Claim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "plan-test", Limit: 100, LeaseDuration: time.Minute})
+	claimed, err := checked(s).Claim(ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "plan-test", Limit: 100, LeaseDuration: time.Minute})
 	if err != nil || len(claimed) != 100 {
 		t.Fatalf("claim: %d tasks, %v", len(claimed), err)
 	}
@@ -221,7 +221,7 @@ func storeWithHistory(t *testing.T, ctx context.Context, pending int) *Store {
 	for i := range tasks {
 		tasks[i] = queue.NewTask{Body: "SELECT 1"}
 	}
-	if _, err := s.Enqueue(ctx, tasks); err != nil {
+	if _, err := checked(s).Enqueue(ctx, tasks); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -54,10 +54,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 
 // List implements queue.Store: keyset pages newest first (listSQL).
 func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
-	q, args, err := listSQL(p)
-	if err != nil {
-		return nil, err
-	}
+	q, args := listSQL(p)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, wrap(err, "listing tasks")
@@ -72,11 +69,8 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 // by theirs, which hold one range per state (migrations/*/000001_baseline); a state over
 // all queues is merged per queue, and every state of a queue, a group or a
 // schedule per state.
-func listSQL(p queue.ListParams) (string, []any, error) {
-	limit, err := queue.CheckList(p)
-	if err != nil {
-		return "", nil, err
-	}
+func listSQL(p queue.ListParams) (string, []any) {
+	limit := p.Limit // checked and defaulted by queue.Checked
 	pg := &page{cols: taskColumns, table: "readpast_tasks"}
 	if p.State != "" {
 		pg.where = append(pg.where, "state = "+literal(string(p.State)))
@@ -108,7 +102,7 @@ func listSQL(p queue.ListParams) (string, []any, error) {
 	default:
 		q, args = pg.one(limit)
 	}
-	return q, args, nil
+	return q, args
 }
 
 // TaskAttempts implements queue.Store.

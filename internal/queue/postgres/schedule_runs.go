@@ -8,13 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"readpast/internal/queue"
-	"readpast/internal/schedule"
 )
 
 // Runs of schedules: Run now, the due schedules, and fires. A fire is one
 // transaction on one connection: the compare-and-set of the schedule row, then
 // readpast_enqueue and the link of the task to the schedule. The schedule row
-// is locked first (migration 9, lock order), and a firer never waits for
+// is locked first (the schema baseline's lock order), and a firer never waits for
 // another: it skips a row another transaction holds (SKIP LOCKED) and leaves
 // that fire to it.
 
@@ -24,9 +23,9 @@ const runColumns = `s.id, s.name, s.queue, s.body, s.priority, s.group_name, s.m
 	s.transactional, coalesce(s.last_task_id, 0)`
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
-func scanRun(row pgx.Row, extra ...any) (schedule.Run, error) {
+func scanRun(row pgx.Row, extra ...any) (queue.ScheduleRun, error) {
 	var (
-		x         schedule.Run
+		x         queue.ScheduleRun
 		priority  int
 		group     *string
 		timeoutMS int64
@@ -44,7 +43,7 @@ const unfinishedLastRun = `EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s
 // startRun enqueues the run's task in tx through readpast_enqueue (the
 // production enqueue, its NOTIFY included), marks it as the schedule's (of
 // fire time fireAt; zero for a run now) and makes it the latest run.
-func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r schedule.Run, createdBy string, fireAt time.Time) (int64, error) {
+func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
 	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
 	if err != nil {
 		return 0, err
@@ -70,9 +69,6 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 // RunSchedule implements queue.Store. It waits for a fire or change that
 // holds the schedule's row (an operator's action, not a firer's race).
 func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
-	if err := schedule.CheckActor(actor); err != nil {
-		return queue.Enqueued{}, err
-	}
 	var out queue.Enqueued
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var skip bool
@@ -106,9 +102,6 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 // next_fire_at, and the soonest one after, in one statement; at zero is the
 // database's now().
 func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
-	if err := queue.CheckDueLimit(limit); err != nil {
-		return queue.DueSchedules{}, err
-	}
 	rows, err := s.pool.Query(ctx, `SELECT n.now, n.next, d.id, d.name, d.cron, d.time_zone, d.misfire, d.version,
 			d.next_fire_at, d.last_fire_at
 		FROM (SELECT x.now, (SELECT min(next_fire_at) FROM readpast_schedules WHERE next_fire_at > x.now) AS next

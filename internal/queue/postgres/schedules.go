@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"readpast/internal/queue"
-	"readpast/internal/schedule"
 )
 
 // Schedules' definitions (docs/SCHEDULES.md).
@@ -66,26 +65,22 @@ func defArgs(d queue.ScheduleDef, next time.Time) []any {
 
 // CreateSchedule implements queue.Store: one statement inserts the schedule
 // and its audit row.
-func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
-	def, next, err := schedule.PrepareCreate(d, actor, s.opts.MaxBodyBytes, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	err = s.exec(ctx, `WITH s AS (
+func (s *Store) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
+	err := s.exec(ctx, `WITH s AS (
 			INSERT INTO readpast_schedules (cron, time_zone, queue, body, priority, group_name, max_attempts, timeout_ms,
 				transactional, paused, overlap, misfire, next_fire_at, name, created_by, updated_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $15, 'create_schedule', 'schedule ' || s.name, $16 FROM s`,
-		append(defArgs(def, next), def.Name, actor, def.Describe())...)
+		append(defArgs(n.Def, n.NextFireAt), n.Def.Name, n.Actor, n.Def.Describe())...)
 	switch {
 	case isUniqueViolation(err):
-		return nil, fmt.Errorf("postgres: creating schedule %s: a schedule of that name exists: %w", def.Name, queue.ErrExists)
+		return fmt.Errorf("postgres: creating schedule %s: a schedule of that name exists: %w", n.Def.Name, queue.ErrExists)
 	case err != nil:
-		return nil, wrap(err, "creating schedule %s", def.Name)
+		return wrap(err, "creating schedule %s", n.Def.Name)
 	}
-	return s.GetSchedule(ctx, def.Name)
+	return nil
 }
 
 // GetSchedule implements queue.Store.
@@ -116,15 +111,10 @@ func (s *Store) Schedules(ctx context.Context) ([]queue.Schedule, error) {
 	return out, wrap(err, "listing schedules")
 }
 
-// UpdateSchedule implements queue.Store.
-func (s *Store) UpdateSchedule(ctx context.Context, name string, u queue.ScheduleUpdate) (*queue.Schedule, error) {
-	return schedule.Update(ctx, name, u, s.opts.MaxBodyBytes, time.Now, s.GetSchedule, s.replaceSchedule)
-}
-
-// replaceSchedule is UpdateSchedule's write (schedule.Replace): the update,
-// only at the version read, and its audit row in one statement. It waits for
-// a fire that holds the row, then finds the version gone and reads again.
-func (s *Store) replaceSchedule(ctx context.Context, cur *queue.Schedule, def queue.ScheduleDef, next time.Time, u queue.ScheduleUpdate) (bool, error) {
+// ReplaceSchedule implements queue.Store: the update, only at the version
+// read, and its audit row in one statement. It waits for a fire that holds
+// the row, then finds the version gone and writes nothing.
+func (s *Store) ReplaceSchedule(ctx context.Context, r queue.ScheduleReplace) (bool, error) {
 	tag, err := s.execTag(ctx, `WITH s AS (
 			UPDATE readpast_schedules SET cron = $1, time_zone = $2, queue = $3, body = $4, priority = $5,
 				group_name = $6, max_attempts = $7, timeout_ms = $8, transactional = $9, paused = $10, overlap = $11,
@@ -133,18 +123,15 @@ func (s *Store) replaceSchedule(ctx context.Context, cur *queue.Schedule, def qu
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $14, $17, 'schedule ' || s.name, $18 FROM s`,
-		append(defArgs(def, next), u.Actor, cur.ID, cur.Version, u.Action(), u.Describe())...)
+		append(defArgs(r.Def, r.NextFireAt), r.Actor, r.ID, r.Version, r.Action, r.Detail)...)
 	if err != nil {
-		return false, wrap(err, "updating schedule %s", cur.Name)
+		return false, wrap(err, "updating schedule %s", r.Name)
 	}
 	return tag.RowsAffected() == 1, nil
 }
 
 // DeleteSchedule implements queue.Store.
 func (s *Store) DeleteSchedule(ctx context.Context, name, actor string) error {
-	if err := schedule.CheckActor(actor); err != nil {
-		return err
-	}
 	tag, err := s.execTag(ctx, `WITH s AS (DELETE FROM readpast_schedules WHERE name = $1 RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $2, 'delete_schedule', 'schedule ' || s.name, '' FROM s`, name, actor)

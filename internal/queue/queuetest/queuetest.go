@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/schedule"
 	"readpast/internal/testenv"
 )
 
@@ -57,6 +58,8 @@ func Exercise(t *testing.T, h Harness) {
 		{"logs", logTests},
 		{"rollups", rollupTests},
 		{"schedules", scheduleTests},
+		{"schedule_writes", scheduleWriteTests},
+		{"checks", checkTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -74,6 +77,9 @@ func Exercise(t *testing.T, h Harness) {
 type bundle struct {
 	ctx context.Context
 	s   queue.Store
+	// ed changes the store's schedules as operators do: through the
+	// schedule package, which checks what the store then writes.
+	ed  schedule.Editor
 	env *testenv.Env
 }
 
@@ -83,7 +89,7 @@ func setup(t *testing.T, h Harness) bundle {
 	t.Cleanup(cancel)
 	s, dsn := h.NewStore(t)
 	require.NoError(t, s.Migrate(ctx), "migrating a fresh database")
-	return bundle{ctx: ctx, s: s, env: &testenv.Env{Ctx: ctx, Dialect: h.Dialect, DSN: dsn, Store: s}}
+	return bundle{ctx: ctx, s: s, ed: schedule.Editor{Store: s}, env: &testenv.Env{Ctx: ctx, Dialect: h.Dialect, DSN: dsn, Store: s}}
 }
 
 func intp(v int) *int { return &v }

@@ -72,7 +72,7 @@ var readTests = map[string]func(*testing.T, Harness){
 		b.createSchedule(t, queue.ScheduleDef{Name: "sx", Cron: "0 1 * * *", Paused: true, Overlap: queue.OverlapAllow,
 			Task: queue.ScheduleTask{Queue: "qs", Body: "SELECT 1", Group: "g1"}})
 		for range 9 {
-			_, err := b.s.RunSchedule(b.ctx, "sx", "t")
+			_, err := b.ed.RunSchedule(b.ctx, "sx", "t")
 			require.NoError(t, err)
 		}
 		for _, task := range b.claim(t, "qs", 1) {

@@ -23,7 +23,7 @@ func BenchmarkSchedules(b *testing.B, d testenv.Dialect) {
 		b.Run(fmt.Sprintf("idle_look_among_%d_schedules", n), func(b *testing.B) {
 			s := testenv.New(b, d).Store
 			for i := range n {
-				_, err := s.CreateSchedule(ctx, queue.ScheduleDef{Name: fmt.Sprintf("s%05d", i), Cron: "0 1 1 1 *",
+				_, err := schedule.Editor{Store: s}.CreateSchedule(ctx, queue.ScheduleDef{Name: fmt.Sprintf("s%05d", i), Cron: "0 1 1 1 *",
 					Task: queue.ScheduleTask{Body: "SELECT 1"}}, "bench")
 				if err != nil {
 					b.Fatal(err)
@@ -41,7 +41,7 @@ func BenchmarkSchedules(b *testing.B, d testenv.Dialect) {
 	}
 	b.Run("look_that_fires_one", func(b *testing.B) {
 		s := testenv.New(b, d).Store
-		first, err := s.CreateSchedule(ctx, queue.ScheduleDef{Name: "tick", Cron: "* * * * * *", Overlap: queue.OverlapAllow,
+		first, err := schedule.Editor{Store: s}.CreateSchedule(ctx, queue.ScheduleDef{Name: "tick", Cron: "* * * * * *", Overlap: queue.OverlapAllow,
 			Task: queue.ScheduleTask{Body: "SELECT 1"}}, "bench")
 		if err != nil {
 			b.Fatal(err)

@@ -22,7 +22,7 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 	"create_read_update_pause_resume_delete_audited": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		before := time.Now()
-		s, err := b.s.CreateSchedule(b.ctx, queue.ScheduleDef{Name: "nightly", Cron: "0 1 * * *", TimeZone: "Europe/Paris",
+		s, err := b.ed.CreateSchedule(b.ctx, queue.ScheduleDef{Name: "nightly", Cron: "0 1 * * *", TimeZone: "Europe/Paris",
 			Task: queue.ScheduleTask{Queue: "maint", Body: "EXEC rebuild_indexes"}}, "ann")
 		require.NoError(t, err)
 		require.Equal(t, queue.OverlapSkip, s.Overlap, "overlap defaults to skip")
@@ -36,11 +36,11 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		require.Equal(t, "01:00:00", first.Format(time.TimeOnly), "fires at 01:00 Paris time")
 		require.Zero(t, s.LastTaskID)
 
-		_, err = b.s.CreateSchedule(b.ctx, queue.ScheduleDef{Name: "nightly", Cron: "@daily", Task: queue.ScheduleTask{Body: "SELECT 1"}}, "bob")
+		_, err = b.ed.CreateSchedule(b.ctx, queue.ScheduleDef{Name: "nightly", Cron: "@daily", Task: queue.ScheduleTask{Body: "SELECT 1"}}, "bob")
 		require.ErrorIs(t, err, queue.ErrExists)
 
 		body := "EXEC rebuild_indexes @online = 1"
-		got, err := b.s.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Body: &body, Actor: "bob"})
+		got, err := b.ed.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Body: &body, Actor: "bob"})
 		require.NoError(t, err)
 		require.Equal(t, body, got.Task.Body)
 		require.True(t, s.NextFireAt.Equal(got.NextFireAt), "an edit of the body keeps the next fire time")
@@ -48,30 +48,30 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		require.Equal(t, "bob", got.UpdatedBy)
 
 		cron := "30 2 * * *"
-		got, err = b.s.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Cron: &cron, Actor: "bob"})
+		got, err = b.ed.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Cron: &cron, Actor: "bob"})
 		require.NoError(t, err)
 		require.Equal(t, "02:30:00", got.NextFireAt.In(paris).Format(time.TimeOnly), "a new cron moves the next fire time")
 
-		got, err = b.s.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Paused: ptr(true), Actor: "bob"})
+		got, err = b.ed.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Paused: ptr(true), Actor: "bob"})
 		require.NoError(t, err)
 		require.True(t, got.Paused)
 		require.True(t, got.NextFireAt.IsZero(), "a paused schedule is due never")
-		got, err = b.s.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Paused: ptr(false), Actor: "bob"})
+		got, err = b.ed.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Paused: ptr(false), Actor: "bob"})
 		require.NoError(t, err)
 		require.False(t, got.NextFireAt.IsZero(), "a resumed schedule is due again")
 
-		_, err = b.s.CreateSchedule(b.ctx, queue.ScheduleDef{Name: "a-first", Cron: "@hourly", Task: queue.ScheduleTask{Body: "SELECT 1"}}, "ann")
+		_, err = b.ed.CreateSchedule(b.ctx, queue.ScheduleDef{Name: "a-first", Cron: "@hourly", Task: queue.ScheduleTask{Body: "SELECT 1"}}, "ann")
 		require.NoError(t, err)
 		all, err := b.s.Schedules(b.ctx)
 		require.NoError(t, err)
 		require.Len(t, all, 2)
 		require.Equal(t, "a-first", all[0].Name, "listed by name")
 
-		require.NoError(t, b.s.DeleteSchedule(b.ctx, "nightly", "carol"))
+		require.NoError(t, b.ed.DeleteSchedule(b.ctx, "nightly", "carol"))
 		_, err = b.s.GetSchedule(b.ctx, "nightly")
 		require.ErrorIs(t, err, queue.ErrNotFound)
-		require.ErrorIs(t, b.s.DeleteSchedule(b.ctx, "nightly", "carol"), queue.ErrNotFound)
-		_, err = b.s.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Body: &body, Actor: "bob"})
+		require.ErrorIs(t, b.ed.DeleteSchedule(b.ctx, "nightly", "carol"), queue.ErrNotFound)
+		_, err = b.ed.UpdateSchedule(b.ctx, "nightly", queue.ScheduleUpdate{Body: &body, Actor: "bob"})
 		require.ErrorIs(t, err, queue.ErrNotFound)
 
 		for action, n := range map[string]int64{"create_schedule": 2, "update_schedule": 2, "pause_schedule": 1,
@@ -98,14 +98,14 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		} {
 			d := good()
 			change(&d)
-			_, err := b.s.CreateSchedule(b.ctx, d, "ann")
+			_, err := b.ed.CreateSchedule(b.ctx, d, "ann")
 			var ve *queue.ValidationError
 			require.ErrorAs(t, err, &ve, field)
 			require.Equal(t, field, ve.Field, "%v", err)
 		}
 		never := good()
 		never.Cron = "0 0 30 2 *"
-		_, err := b.s.CreateSchedule(b.ctx, never, "ann")
+		_, err := b.ed.CreateSchedule(b.ctx, never, "ann")
 		var ve *queue.ValidationError
 		require.ErrorAs(t, err, &ve)
 		require.Equal(t, "cron", ve.Field)
@@ -116,11 +116,11 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		require.Empty(t, all, "nothing is written on refusal")
 		require.Zero(t, b.env.QueryInt(t, "SELECT count(*) FROM readpast_audit"))
 
-		_, err = b.s.CreateSchedule(b.ctx, good(), "ann")
+		_, err = b.ed.CreateSchedule(b.ctx, good(), "ann")
 		require.NoError(t, err)
 		bad, zone := "61 * * * *", "Nowhere/Else"
 		for field, u := range map[string]queue.ScheduleUpdate{"cron": {Cron: &bad}, "time_zone": {TimeZone: &zone}} {
-			_, err := b.s.UpdateSchedule(b.ctx, "s", u)
+			_, err := b.ed.UpdateSchedule(b.ctx, "s", u)
 			require.ErrorAs(t, err, &ve, field)
 			require.Equal(t, field, ve.Field)
 		}
@@ -190,7 +190,7 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		plan, err := schedule.Plan(due.Due[0], due.Now, schedule.DefaultMisfireGrace)
 		require.NoError(t, err)
 		body := "SELECT 2"
-		_, err = b.s.UpdateSchedule(b.ctx, "x", queue.ScheduleUpdate{Body: &body, Actor: "ann"})
+		_, err = b.ed.UpdateSchedule(b.ctx, "x", queue.ScheduleUpdate{Body: &body, Actor: "ann"})
 		require.NoError(t, err)
 		fired, err := b.s.FireSchedule(b.ctx, plan)
 		require.NoError(t, err)
@@ -282,7 +282,7 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		b := setup(t, h)
 		b.createSchedule(t, queue.ScheduleDef{Name: "adhoc", Cron: "0 1 * * *", Paused: true, Task: queue.ScheduleTask{Queue: "rn", Body: "SELECT 1"}})
 		b.createSchedule(t, queue.ScheduleDef{Name: "many", Cron: "0 1 * * *", Overlap: queue.OverlapAllow, Task: queue.ScheduleTask{Queue: "rn", Body: "SELECT 2"}})
-		res, err := b.s.RunSchedule(b.ctx, "adhoc", "ann")
+		res, err := b.ed.RunSchedule(b.ctx, "adhoc", "ann")
 		require.NoError(t, err)
 		require.False(t, res.Duplicate, "a paused schedule can be run by hand")
 		task := b.get(t, res.ID)
@@ -290,11 +290,11 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		require.True(t, task.FireAt.IsZero(), "a run now is of no fire time")
 		require.Equal(t, "ann", task.CreatedBy)
 
-		dup, err := b.s.RunSchedule(b.ctx, "adhoc", "bob")
+		dup, err := b.ed.RunSchedule(b.ctx, "adhoc", "bob")
 		require.NoError(t, err)
 		require.Equal(t, queue.Enqueued{ID: res.ID, Duplicate: true}, dup, "overlap skip: the unfinished run is returned")
 		for range 2 {
-			r, err := b.s.RunSchedule(b.ctx, "many", "ann")
+			r, err := b.ed.RunSchedule(b.ctx, "many", "ann")
 			require.NoError(t, err)
 			require.False(t, r.Duplicate)
 		}
@@ -304,7 +304,7 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 		require.Equal(t, res.ID, got.LastTaskID)
 		require.True(t, got.NextFireAt.IsZero(), "running it by hand does not resume it")
 
-		_, err = b.s.RunSchedule(b.ctx, "nope", "ann")
+		_, err = b.ed.RunSchedule(b.ctx, "nope", "ann")
 		require.ErrorIs(t, err, queue.ErrNotFound)
 		require.Equal(t, int64(3), b.env.QueryInt(t, "SELECT count(*) FROM readpast_audit WHERE action = 'run_schedule'"))
 	},
@@ -371,7 +371,7 @@ var scheduleTests = map[string]func(*testing.T, Harness){
 // createSchedule creates d by "test" and fails the test on error.
 func (b bundle) createSchedule(t *testing.T, d queue.ScheduleDef) *queue.Schedule {
 	t.Helper()
-	s, err := b.s.CreateSchedule(b.ctx, d, "test")
+	s, err := b.ed.CreateSchedule(b.ctx, d, "test")
 	require.NoError(t, err, "creating schedule %s", d.Name)
 	return s
 }

@@ -151,9 +151,6 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 
 // UpdateQueue implements queue.Store.
 func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdate) (*queue.Queue, error) {
-	if err := queue.CheckQueueUpdate(name, u); err != nil {
-		return nil, err
-	}
 	err := s.write(ctx, "updating queue "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		if _, err := tx.Exec(`INSERT INTO readpast_queues (name, updated_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, name, now); err != nil {
 			return err
@@ -184,9 +181,6 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 
 // SetGroupLimit implements queue.Store.
 func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, actor string) error {
-	if err := queue.CheckGroupLimit(name, maxRunning); err != nil {
-		return err
-	}
 	return s.write(ctx, "setting limit of group "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		_, err := tx.Exec(`INSERT INTO readpast_groups (name, max_running, updated_at, updated_by) VALUES (?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,

@@ -22,18 +22,18 @@ func TestPurgesLeaveTheWriterDurable(t *testing.T) {
 		return v
 	}
 	require.Equal(t, 2, synchronous(), "writes wait for the disk")
-	_, err := s.PurgeTasks(ctx, time.Now(), 100)
+	_, err := checked(s).PurgeTasks(ctx, time.Now(), 100)
 	require.NoError(t, err)
 	require.Equal(t, 2, synchronous(), "after purging tasks")
-	_, err = s.PurgeAttempts(ctx, time.Now(), 100)
+	_, err = checked(s).PurgeAttempts(ctx, time.Now(), 100)
 	require.NoError(t, err)
 	require.Equal(t, 2, synchronous(), "after purging the log")
 	// A purge that fails inside its transaction restores it too.
-	_, err = s.PurgeTasks(ctx, time.Now(), queue.MaxPurgeBatch+1)
+	_, err = checked(s).PurgeTasks(ctx, time.Now(), queue.MaxPurgeBatch+1)
 	require.Error(t, err)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, _ = s.PurgeTasks(cancelled, time.Now(), 100)
+	_, _ = checked(s).PurgeTasks(cancelled, time.Now(), 100)
 	require.Equal(t, 2, synchronous(), "after a cancelled purge")
 }
 
@@ -46,3 +46,7 @@ func migratedStore(t *testing.T, ctx context.Context) *Store {
 	require.NoError(t, s.Migrate(ctx))
 	return s
 }
+
+// checked is s behind the checks every dialect shares (queue.Checked), as
+// production calls it: s's own methods take checked values only.
+func checked(s *Store) queue.Store { return queue.Checked(s, s.opts) }

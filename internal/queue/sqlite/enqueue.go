@@ -10,12 +10,8 @@ import (
 
 // Enqueue implements queue.Store.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
-	tasks, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
-	if err != nil {
-		return nil, err
-	}
 	var out []queue.Enqueued
-	err = s.write(ctx, "enqueueing tasks", func(ctx context.Context, tx *sql.Tx, now int64) error {
+	err := s.write(ctx, "enqueueing tasks", func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var err error
 		out, err = enqueueTx(ctx, tx, now, tasks)
 		return err

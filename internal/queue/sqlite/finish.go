@@ -20,11 +20,6 @@ func (s *Store) Release(ctx context.Context, attempts []queue.Attempt) ([]queue.
 }
 
 func (s *Store) endAll(ctx context.Context, what string, attempts []queue.Attempt, release bool) ([]queue.FinishResult, error) {
-	for _, a := range attempts {
-		if err := queue.CheckFinishOutcome(a.Outcome); err != nil {
-			return nil, err
-		}
-	}
 	var out []queue.FinishResult
 	err := s.write(ctx, what, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var err error

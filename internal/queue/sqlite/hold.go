@@ -14,16 +14,7 @@ import (
 // writer, so while it is held every other write of the store waits; readers
 // go on (WAL).
 func (s *Store) Hold(ctx context.Context, op queue.HoldOp) (queue.Held, error) {
-	if err := queue.CheckHold(op); err != nil {
-		return nil, err
-	}
 	tasks := op.Tasks
-	if op.Kind == queue.HoldEnqueue {
-		var err error
-		if tasks, err = queue.NormalizeAll(op.Tasks, s.opts.MaxBodyBytes); err != nil {
-			return nil, err
-		}
-	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("holding a %s open: beginning transaction: %w", op.Kind, err)

@@ -24,10 +24,7 @@ func scanAttempt(r scanner) (queue.AttemptRecord, error) {
 // Attempts implements queue.LogStore: keyset pages newest first
 // (attemptsSQL).
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
-	query, args, err := attemptsSQL(q)
-	if err != nil {
-		return nil, err
-	}
+	query, args := attemptsSQL(q)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("querying the execution log: %w", err)
@@ -50,11 +47,8 @@ func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.Attempt
 // readpast_attempts_list (queue, outcome, id), and a queue's of every outcome
 // by one range of that index per outcome, the newest rows of each merged
 // (migrations/*/000001_baseline): each costs the same however long the history is.
-func attemptsSQL(q queue.LogQuery) (string, []any, error) {
-	limit, err := queue.CheckLogQuery(q)
-	if err != nil {
-		return "", nil, err
-	}
+func attemptsSQL(q queue.LogQuery) (string, []any) {
+	limit := q.Limit // checked and defaulted by queue.Checked
 	var where []string
 	var args []any
 	add := func(cond string, v any) { where = append(where, cond); args = append(args, v) }
@@ -78,10 +72,10 @@ func attemptsSQL(q queue.LogQuery) (string, []any, error) {
 	}
 	if q.TaskID == 0 && q.Queue != "" && q.Outcome == "" {
 		query, args := mergedPage(attemptColumns, "readpast_attempts", where, args, "outcome", queue.Outcomes, limit)
-		return query, args, nil
+		return query, args
 	}
 	query, args := keysetPage(attemptColumns, "readpast_attempts", where, args, limit)
-	return query, args, nil
+	return query, args
 }
 
 // TaskAttempts implements queue.Store.
@@ -111,9 +105,6 @@ func (s *Store) PurgeAttempts(ctx context.Context, cutoff time.Time, batch int) 
 // PurgeTasks implements queue.LogStore; the finished counts shrink in the same
 // transaction.
 func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
-	if err := queue.CheckPurge(batch); err != nil {
-		return 0, err
-	}
 	var n int64
 	err := s.writeUndurable(ctx, "purging finished tasks", func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		rows, err := tx.QueryContext(ctx, `DELETE FROM readpast_tasks WHERE id IN
@@ -148,9 +139,6 @@ func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (in
 }
 
 func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time, batch int) (int64, error) {
-	if err := queue.CheckPurge(batch); err != nil {
-		return 0, err
-	}
 	var n int64
 	err := s.writeUndurable(ctx, what, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		r, err := tx.Exec(query, micros(cutoff), batch)

@@ -34,8 +34,9 @@ func TestLogPagesSkipOtherHistory(t *testing.T) {
 		"the quiet queue":             {queue.LogQuery{Queue: "quiet", Limit: 50}, 2},
 		"the busy queue, a page":      {queue.LogQuery{Queue: "busy", Limit: 50}, 50},
 	} {
-		query, args, err := attemptsSQL(c.q)
+		_, err := queue.CheckLogQuery(c.q)
 		require.NoError(t, err)
+		query, args := attemptsSQL(c.q)
 		plan := queryPlan(t, s, query, args)
 		for _, step := range plan {
 			require.NotContains(t, step, "TEMP B-TREE", "%s sorts", name)
@@ -48,7 +49,7 @@ func TestLogPagesSkipOtherHistory(t *testing.T) {
 				strings.Contains(step, "USING INTEGER PRIMARY KEY (rowid=?)"),
 				"%s: %q reads more than the queue's rows; the plan:\n%s", name, step, strings.Join(plan, "\n"))
 		}
-		page, err := s.Attempts(ctx, c.q)
+		page, err := checked(s).Attempts(ctx, c.q)
 		require.NoError(t, err)
 		require.Len(t, page, c.want, name)
 		for i, a := range page {

@@ -19,7 +19,7 @@ import (
 func TestTaskPagesSkipOtherHistory(t *testing.T) {
 	ctx := context.Background()
 	s := migratedStore(t, ctx)
-	_, err := s.Enqueue(ctx, []queue.NewTask{{Queue: "quiet", Body: "SELECT 1", Group: "nightly"}})
+	_, err := checked(s).Enqueue(ctx, []queue.NewTask{{Queue: "quiet", Body: "SELECT 1", Group: "nightly"}})
 	require.NoError(t, err)
 	_, err = s.w.ExecContext(ctx, `
 		UPDATE readpast_tasks SET schedule_name = 'nightly';
@@ -41,8 +41,9 @@ func TestTaskPagesSkipOtherHistory(t *testing.T) {
 		"the schedule, a page":      {queue.ListParams{Schedule: "nightly", Limit: 50}, "readpast_tasks_schedule_state (schedule_name=? AND state=?", 50},
 		"the schedule, a later one": {queue.ListParams{Schedule: "nightly", Before: 10000, Limit: 50}, "readpast_tasks_schedule_state (schedule_name=? AND state=?", 50},
 	} {
-		query, args, err := listSQL(c.p)
+		_, err := queue.CheckList(c.p)
 		require.NoError(t, err)
+		query, args := listSQL(c.p)
 		for _, step := range queryPlan(t, s, query, args) {
 			// A sort would mean a range read whole before the page is cut.
 			require.NotContains(t, step, "TEMP B-TREE", "%s sorts", name)
@@ -52,7 +53,7 @@ func TestTaskPagesSkipOtherHistory(t *testing.T) {
 			require.True(t, strings.Contains(step, c.index) || strings.Contains(step, "USING INTEGER PRIMARY KEY (rowid=?)"),
 				"%s: %q reads more than the rows of the page's state", name, step)
 		}
-		page, err := s.List(ctx, c.p)
+		page, err := checked(s).List(ctx, c.p)
 		require.NoError(t, err)
 		require.Len(t, page, c.want, name)
 		for i, task := range page {

@@ -129,10 +129,7 @@ func (s *Store) why(ctx context.Context, t *queue.Task) (string, error) {
 
 // List implements queue.Store.
 func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
-	q, args, err := listSQL(p)
-	if err != nil {
-		return nil, err
-	}
+	q, args := listSQL(p)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing tasks: %w", err)
@@ -152,11 +149,8 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 // listSQL is List's query, a keyset page newest first. Each filter reads an
 // index in id order; a group's and a schedule's hold one range per state
 // (migrations/*/000001_baseline), and every state of one is a merge of their newest rows.
-func listSQL(p queue.ListParams) (string, []any, error) {
-	limit, err := queue.CheckList(p)
-	if err != nil {
-		return "", nil, err
-	}
+func listSQL(p queue.ListParams) (string, []any) {
+	limit := p.Limit // checked and defaulted by queue.Checked
 	var where []string
 	var args []any
 	add := func(cond string, v any) {
@@ -183,10 +177,10 @@ func listSQL(p queue.ListParams) (string, []any, error) {
 	}
 	if p.EveryStateOfGroupOrSchedule() {
 		q, args := mergedPage(taskColumns, "readpast_tasks", where, args, "state", queue.States, limit)
-		return q, args, nil
+		return q, args
 	}
 	q, args := keysetPage(taskColumns, "readpast_tasks", where, args, limit)
-	return q, args, nil
+	return q, args
 }
 
 // Queues implements queue.Store.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"readpast/internal/queue"
-	"readpast/internal/schedule"
 )
 
 // Runs of schedules: Run now, the due schedules, and fires. SQLite's one
@@ -21,9 +20,9 @@ import (
 const runColumns = `id, name, queue, body, priority, group_name, max_attempts, timeout_ms, transactional, last_task_id`
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
-func scanRun(r scanner, extra ...any) (schedule.Run, error) {
+func scanRun(r scanner, extra ...any) (queue.ScheduleRun, error) {
 	var (
-		x                  schedule.Run
+		x                  queue.ScheduleRun
 		priority           int
 		group              sql.NullString
 		timeoutMS          int64
@@ -39,7 +38,7 @@ func scanRun(r scanner, extra ...any) (schedule.Run, error) {
 
 // startRun enqueues the run's task in tx, marks it as the schedule's (of fire
 // time fireAt; zero for a run now) and makes it the schedule's latest run.
-func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r schedule.Run, createdBy string, fireAt time.Time) (int64, error) {
+func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
 	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
 	if err != nil {
 		return 0, err
@@ -61,9 +60,6 @@ const unfinishedLastRun = `EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s
 
 // RunSchedule implements queue.Store.
 func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
-	if err := schedule.CheckActor(actor); err != nil {
-		return queue.Enqueued{}, err
-	}
 	var out queue.Enqueued
 	err := s.write(ctx, "running schedule "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var skip bool
@@ -90,9 +86,6 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 
 // DueSchedules implements queue.Store: SQLite's clock is this process's.
 func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
-	if err := queue.CheckDueLimit(limit); err != nil {
-		return queue.DueSchedules{}, err
-	}
 	if at.IsZero() {
 		at = s.nowFor()
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"readpast/internal/queue"
-	"readpast/internal/schedule"
 )
 
 // Schedules' definitions (docs/SCHEDULES.md).
@@ -58,28 +57,20 @@ func nullTime(t time.Time) sql.NullInt64 {
 }
 
 // CreateSchedule implements queue.Store.
-func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
-	def, next, err := schedule.PrepareCreate(d, actor, s.opts.MaxBodyBytes, s.nowFor())
-	if err != nil {
-		return nil, err
-	}
-	err = s.write(ctx, "creating schedule "+def.Name, func(ctx context.Context, tx *sql.Tx, now int64) error {
+func (s *Store) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
+	return s.write(ctx, "creating schedule "+n.Def.Name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO readpast_schedules (cron, time_zone, queue, body, priority, group_name,
 			max_attempts, timeout_ms, transactional, paused, overlap, misfire, next_fire_at,
 			name, created_at, created_by, updated_at, updated_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			append(defArgs(def, next), def.Name, now, actor, now, actor)...)
+			append(defArgs(n.Def, n.NextFireAt), n.Def.Name, now, n.Actor, now, n.Actor)...)
 		if isUniqueViolation(err) {
-			return fmt.Errorf("a schedule named %s exists: %w", def.Name, queue.ErrExists)
+			return fmt.Errorf("a schedule named %s exists: %w", n.Def.Name, queue.ErrExists)
 		}
 		if err != nil {
 			return err
 		}
-		return s.audit(tx, now, actor, "create_schedule", "schedule "+def.Name, def.Describe())
+		return s.audit(tx, now, n.Actor, "create_schedule", "schedule "+n.Def.Name, n.Def.Describe())
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s.GetSchedule(ctx, def.Name)
 }
 
 // GetSchedule implements queue.Store.
@@ -112,19 +103,14 @@ func (s *Store) Schedules(ctx context.Context) ([]queue.Schedule, error) {
 	return out, rows.Err()
 }
 
-// UpdateSchedule implements queue.Store.
-func (s *Store) UpdateSchedule(ctx context.Context, name string, u queue.ScheduleUpdate) (*queue.Schedule, error) {
-	return schedule.Update(ctx, name, u, s.opts.MaxBodyBytes, s.nowFor, s.GetSchedule, s.replaceSchedule)
-}
-
-// replaceSchedule is UpdateSchedule's write (schedule.Replace).
-func (s *Store) replaceSchedule(ctx context.Context, cur *queue.Schedule, def queue.ScheduleDef, next time.Time, u queue.ScheduleUpdate) (bool, error) {
+// ReplaceSchedule implements queue.Store.
+func (s *Store) ReplaceSchedule(ctx context.Context, r queue.ScheduleReplace) (bool, error) {
 	var ok bool
-	err := s.write(ctx, "updating schedule "+cur.Name, func(ctx context.Context, tx *sql.Tx, now int64) error {
+	err := s.write(ctx, "updating schedule "+r.Name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		res, err := tx.ExecContext(ctx, `UPDATE readpast_schedules SET cron = ?, time_zone = ?, queue = ?, body = ?,
 			priority = ?, group_name = ?, max_attempts = ?, timeout_ms = ?, transactional = ?, paused = ?, overlap = ?,
 			misfire = ?, next_fire_at = ?, version = version + 1, updated_at = ?, updated_by = ?
-			WHERE id = ? AND version = ?`, append(defArgs(def, next), now, u.Actor, cur.ID, cur.Version)...)
+			WHERE id = ? AND version = ?`, append(defArgs(r.Def, r.NextFireAt), now, r.Actor, r.ID, r.Version)...)
 		if err != nil {
 			return err
 		}
@@ -132,16 +118,13 @@ func (s *Store) replaceSchedule(ctx context.Context, cur *queue.Schedule, def qu
 			return err
 		}
 		ok = true
-		return s.audit(tx, now, u.Actor, u.Action(), "schedule "+cur.Name, u.Describe())
+		return s.audit(tx, now, r.Actor, r.Action, "schedule "+r.Name, r.Detail)
 	})
 	return ok, err
 }
 
 // DeleteSchedule implements queue.Store.
 func (s *Store) DeleteSchedule(ctx context.Context, name, actor string) error {
-	if err := schedule.CheckActor(actor); err != nil {
-		return err
-	}
 	return s.write(ctx, "deleting schedule "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM readpast_schedules WHERE name = ?`, name)
 		if err != nil {

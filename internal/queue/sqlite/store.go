@@ -153,8 +153,7 @@ func (s *Store) write(ctx context.Context, what string, fn func(ctx context.Cont
 // file consistent, and a power loss may undo only the latest such commits).
 // Only for purges: a purge that a crash undoes is done again by the next, and
 // the fsync of each purge batch was most of the time it held the one writer
-// that claims wait for (docs/BENCHMARKS.md, "Claims behind a backlog, and
-// retention").
+// that claims wait for (docs/benchmarks/backlog-and-retention.md).
 func (s *Store) writeUndurable(ctx context.Context, what string, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
 	return s.writeOn(ctx, what, false, fn)
 }

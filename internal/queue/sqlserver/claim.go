@@ -52,12 +52,9 @@ func claimArgs(p queue.ClaimParams, token int64) []any {
 	}
 }
 
-// checkClaim validates claim parameters before anything is sent: the shared
-// rules, plus what SQL Server's types bound (owner length, DATEADD's int).
+// checkClaim refuses what SQL Server's types bound (owner length, DATEADD's
+// int) before anything is sent; queue.Checked made the shared checks.
 func checkClaim(p queue.ClaimParams) error {
-	if err := queue.CheckClaim(p); err != nil {
-		return err
-	}
 	if len(p.Owner) > queue.MaxNameLength {
 		return &queue.ValidationError{Field: "owner", Reason: fmt.Sprintf("is longer than %d bytes", queue.MaxNameLength)}
 	}

@@ -35,14 +35,10 @@ type jsonTask struct {
 	UniqueKey         string  `json:"unique_key,omitempty"`
 }
 
-// Enqueue validates every task, then writes them all in one round trip (see
-// enqueueBatch) and says, in input order, what became of each.
+// Enqueue writes every task in one round trip (see enqueueBatch) and says,
+// in input order, what became of each.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
-	norm, err := queue.NormalizeAll(tasks, s.opts.MaxBodyBytes)
-	if err != nil {
-		return nil, err
-	}
-	args, err := enqueueArgs(norm)
+	args, err := enqueueArgs(tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +62,10 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enq
 		})
 	})
 	if err != nil {
-		return nil, wrap(fmt.Sprintf("enqueueing %d tasks", len(norm)), err)
+		return nil, wrap(fmt.Sprintf("enqueueing %d tasks", len(tasks)), err)
 	}
-	if len(out) != len(norm) {
-		return nil, fmt.Errorf("sqlserver: enqueueing %d tasks: the batch returned %d rows", len(norm), len(out))
+	if len(out) != len(tasks) {
+		return nil, fmt.Errorf("sqlserver: enqueueing %d tasks: the batch returned %d rows", len(tasks), len(out))
 	}
 	return out, nil
 }

@@ -90,14 +90,9 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 // limitArgs binds a single @limit parameter.
 func limitArgs(limit int) []any { return []any{sql.Named("limit", limit)} }
 
-// finishAll validates every attempt, then ends them one by one. On a store
-// error it returns the results of the attempts already recorded.
+// finishAll ends the attempts one by one. On a store error it returns the
+// results of the attempts already recorded.
 func (s *Store) finishAll(ctx context.Context, attempts []queue.Attempt, mode finishMode) ([]queue.FinishResult, error) {
-	for _, a := range attempts {
-		if err := queue.CheckFinishOutcome(a.Outcome); err != nil {
-			return nil, err
-		}
-	}
 	out := make([]queue.FinishResult, 0, len(attempts))
 	for _, a := range attempts {
 		res, err := s.finishOne(ctx, a, mode)

@@ -15,9 +15,6 @@ import (
 // 1 (Microsoft's "Nesting transactions": only the outermost COMMIT commits), so
 // every lock the batch took stays held until Release rolls back.
 func (s *Store) Hold(ctx context.Context, op queue.HoldOp) (queue.Held, error) {
-	if err := queue.CheckHold(op); err != nil {
-		return nil, err
-	}
 	run, err := s.holdRunner(op)
 	if err != nil {
 		return nil, err
@@ -62,11 +59,7 @@ func (s *Store) holdRunner(op queue.HoldOp) (func(context.Context, *sql.Conn) ([
 			return nil, nil
 		}, nil
 	case queue.HoldEnqueue:
-		tasks, err := queue.NormalizeAll(op.Tasks, s.opts.MaxBodyBytes)
-		if err != nil {
-			return nil, err
-		}
-		args, err := enqueueArgs(tasks)
+		args, err := enqueueArgs(op.Tasks)
 		if err != nil {
 			return nil, err
 		}

@@ -10,10 +10,7 @@ import (
 
 // Attempts returns execution-log rows newest first, one keyset page at a time.
 func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.AttemptRecord, error) {
-	lq, args, err := attemptsArgs(q)
-	if err != nil {
-		return nil, err
-	}
+	lq, args := attemptsArgs(q)
 	out, err := queryAll(ctx, s.db, lq.text, args, scanAttempt)
 	if err != nil {
 		return nil, wrap("querying the execution log", err)
@@ -24,11 +21,8 @@ func (s *Store) Attempts(ctx context.Context, q queue.LogQuery) ([]queue.Attempt
 // attemptsArgs validates a log query, picks the query for its filters
 // (attemptsQuery; one queue's attempts of every outcome merge a range per
 // outcome, attemptsOfQueueQuery) and binds that query's parameters.
-func attemptsArgs(q queue.LogQuery) (query, []any, error) {
-	limit, err := queue.CheckLogQuery(q)
-	if err != nil {
-		return query{}, nil, err
-	}
+func attemptsArgs(q queue.LogQuery) (query, []any) {
+	limit := q.Limit // checked and defaulted by queue.Checked
 	lq := attemptsQuery
 	if q.TaskID == 0 && q.Queue != "" && q.Outcome == "" {
 		lq = attemptsOfQueueQuery
@@ -46,7 +40,7 @@ func attemptsArgs(q queue.LogQuery) (query, []any, error) {
 		"until":   datetime2(q.Until),
 		"before":  max(q.Before, 0),
 	}
-	return lq, namedArgs(lq, values), nil
+	return lq, namedArgs(lq, values)
 }
 
 // scanAttempt reads one row of the attempts columns.
@@ -95,9 +89,6 @@ func (s *Store) purge(ctx context.Context, what string, q query, cutoff time.Tim
 
 // purgeArgs validates and binds a purge's parameters.
 func purgeArgs(cutoff time.Time, batch int) ([]any, error) {
-	if err := queue.CheckPurge(batch); err != nil {
-		return nil, err
-	}
 	if cutoff.IsZero() {
 		return nil, &queue.ValidationError{Field: "cutoff", Reason: "is not set"}
 	}

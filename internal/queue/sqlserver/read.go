@@ -60,12 +60,9 @@ func (s *Store) Get(ctx context.Context, id int64) (*queue.Task, error) {
 
 // List returns tasks newest first, filtered, one keyset page at a time.
 func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, error) {
-	lq, args, err := listArgs(p)
-	if err != nil {
-		return nil, err
-	}
+	lq, args := listArgs(p)
 	var tasks []*queue.Task
-	err = retryDeadlock(ctx, func() error {
+	err := retryDeadlock(ctx, func() error {
 		var err error
 		tasks, err = queryTasks(ctx, s.db, lq.text, args...)
 		return err
@@ -79,11 +76,8 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 // listArgs validates the filters, picks the query for them (listTasksQuery; a
 // group's or a schedule's tasks of every state merge a range per state,
 // listTasksByStateQuery) and binds that query's parameters.
-func listArgs(p queue.ListParams) (query, []any, error) {
-	limit, err := queue.CheckList(p)
-	if err != nil {
-		return query{}, nil, err
-	}
+func listArgs(p queue.ListParams) (query, []any) {
+	limit := p.Limit // checked and defaulted by queue.Checked
 	lq := listTasksQuery
 	if p.EveryStateOfGroupOrSchedule() {
 		lq = listTasksByStateQuery
@@ -100,7 +94,7 @@ func listArgs(p queue.ListParams) (query, []any, error) {
 		"chain":    nullString(p.Chain),
 		"schedule": nullString(p.Schedule),
 		"before":   max(p.Before, 0),
-	}), nil
+	})
 }
 
 // Queues lists every known queue with its settings and counts per state.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"readpast/internal/queue"
-	"readpast/internal/schedule"
 )
 
 // Runs of schedules: Run now, the due schedules, and fires (batches in
@@ -23,9 +22,9 @@ const (
 )
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
-func scanRun(r *sql.Row, extra ...any) (schedule.Run, error) {
+func scanRun(r *sql.Row, extra ...any) (queue.ScheduleRun, error) {
 	var (
-		x           schedule.Run
+		x           queue.ScheduleRun
 		priority    int16
 		maxAttempts int32
 		group       sql.NullString
@@ -42,7 +41,7 @@ func scanRun(r *sql.Row, extra ...any) (schedule.Run, error) {
 // startRun enqueues the run's task with the production enqueue batch inside
 // the session's open transaction, marks it as the schedule's (of fire time
 // fireAt; zero for a Run now) and makes it the latest run.
-func (s *Store) startRun(ctx context.Context, c *sql.Conn, r schedule.Run, createdBy string, fireAt time.Time) (int64, error) {
+func (s *Store) startRun(ctx context.Context, c *sql.Conn, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
 	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
 	if err != nil {
 		return 0, err
@@ -63,15 +62,12 @@ func (s *Store) startRun(ctx context.Context, c *sql.Conn, r schedule.Run, creat
 }
 
 // linkRunArgs binds linkRunBatch.
-func linkRunArgs(r schedule.Run, taskID int64, fireAt time.Time) []any {
+func linkRunArgs(r queue.ScheduleRun, taskID int64, fireAt time.Time) []any {
 	return []any{sql.Named("id", r.ID), sql.Named("name", r.Name), sql.Named("task_id", taskID), sql.Named("fire_at", datetime2(fireAt))}
 }
 
 // RunSchedule implements queue.Store.
 func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
-	if err := schedule.CheckActor(actor); err != nil {
-		return queue.Enqueued{}, err
-	}
 	var out queue.Enqueued
 	err := retryConflicts(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
@@ -119,9 +115,6 @@ func dueArgs(at time.Time, limit int) []any {
 
 // DueSchedules implements queue.Store.
 func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
-	if err := queue.CheckDueLimit(limit); err != nil {
-		return queue.DueSchedules{}, err
-	}
 	var out queue.DueSchedules
 	rows, err := queryAll(ctx, s.db, dueSchedulesQuery.text, dueArgs(at, limit), func(r *sql.Rows) (queue.DueSchedule, error) {
 		var (

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"readpast/internal/queue"
-	"readpast/internal/schedule"
 )
 
 // Schedules' definitions (docs/SCHEDULES.md); the batches and their locks
@@ -33,25 +32,21 @@ func scheduleDefArgs(d queue.ScheduleDef, next time.Time) []any {
 }
 
 // createScheduleArgs binds createScheduleBatch.
-func createScheduleArgs(d queue.ScheduleDef, next time.Time, actor string) []any {
-	return append(scheduleDefArgs(d, next), sql.Named("name", d.Name), sql.Named("actor", actor),
-		sql.Named("detail", maxText(d.Describe())))
+func createScheduleArgs(n queue.NewSchedule) []any {
+	return append(scheduleDefArgs(n.Def, n.NextFireAt), sql.Named("name", n.Def.Name), sql.Named("actor", n.Actor),
+		sql.Named("detail", maxText(n.Def.Describe())))
 }
 
 // CreateSchedule implements queue.Store.
-func (s *Store) CreateSchedule(ctx context.Context, d queue.ScheduleDef, actor string) (*queue.Schedule, error) {
-	def, next, err := schedule.PrepareCreate(d, actor, s.opts.MaxBodyBytes, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	err = retryDeadlock(ctx, func() error { return s.exec(ctx, createScheduleBatch.text, createScheduleArgs(def, next, actor)...) })
+func (s *Store) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
+	err := retryDeadlock(ctx, func() error { return s.exec(ctx, createScheduleBatch.text, createScheduleArgs(n)...) })
 	switch {
 	case hasErrorNumber(err, errDuplicatePK):
-		return nil, fmt.Errorf("sqlserver: creating schedule %s: a schedule of that name exists: %w", def.Name, queue.ErrExists)
+		return fmt.Errorf("sqlserver: creating schedule %s: a schedule of that name exists: %w", n.Def.Name, queue.ErrExists)
 	case err != nil:
-		return nil, wrap("creating schedule "+def.Name, err)
+		return wrap("creating schedule "+n.Def.Name, err)
 	}
-	return s.GetSchedule(ctx, def.Name)
+	return nil
 }
 
 // GetSchedule implements queue.Store.
@@ -103,37 +98,29 @@ func scanSchedule(r *sql.Rows) (queue.Schedule, error) {
 	return x, err
 }
 
-// UpdateSchedule implements queue.Store.
-func (s *Store) UpdateSchedule(ctx context.Context, name string, u queue.ScheduleUpdate) (*queue.Schedule, error) {
-	return schedule.Update(ctx, name, u, s.opts.MaxBodyBytes, time.Now, s.GetSchedule, s.replaceSchedule)
-}
-
 // replaceScheduleArgs binds replaceScheduleBatch.
-func replaceScheduleArgs(cur *queue.Schedule, def queue.ScheduleDef, next time.Time, u queue.ScheduleUpdate) []any {
-	return append(scheduleDefArgs(def, next), sql.Named("id", cur.ID), sql.Named("version", cur.Version),
-		sql.Named("name", cur.Name), sql.Named("actor", u.Actor), sql.Named("action", u.Action()),
-		sql.Named("detail", maxText(u.Describe())))
+func replaceScheduleArgs(r queue.ScheduleReplace) []any {
+	return append(scheduleDefArgs(r.Def, r.NextFireAt), sql.Named("id", r.ID), sql.Named("version", r.Version),
+		sql.Named("name", r.Name), sql.Named("actor", r.Actor), sql.Named("action", r.Action),
+		sql.Named("detail", maxText(r.Detail)))
 }
 
-// replaceSchedule is UpdateSchedule's write (schedule.Replace).
-func (s *Store) replaceSchedule(ctx context.Context, cur *queue.Schedule, def queue.ScheduleDef, next time.Time, u queue.ScheduleUpdate) (bool, error) {
+// ReplaceSchedule implements queue.Store.
+func (s *Store) ReplaceSchedule(ctx context.Context, r queue.ScheduleReplace) (bool, error) {
 	var changed int
 	err := retryDeadlock(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-			return c.QueryRowContext(ctx, replaceScheduleBatch.text, replaceScheduleArgs(cur, def, next, u)...).Scan(&changed)
+			return c.QueryRowContext(ctx, replaceScheduleBatch.text, replaceScheduleArgs(r)...).Scan(&changed)
 		})
 	})
 	if err != nil {
-		return false, wrap("updating schedule "+cur.Name, err)
+		return false, wrap("updating schedule "+r.Name, err)
 	}
 	return changed == 1, nil
 }
 
 // DeleteSchedule implements queue.Store.
 func (s *Store) DeleteSchedule(ctx context.Context, name, actor string) error {
-	if err := schedule.CheckActor(actor); err != nil {
-		return err
-	}
 	var deleted int
 	err := retryDeadlock(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {

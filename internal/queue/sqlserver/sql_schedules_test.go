@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"readpast/internal/queue"
-	"readpast/internal/schedule"
 )
 
 // scheduleBoundQueries are the schedule batches with the arguments their Go
@@ -16,13 +15,12 @@ func scheduleBoundQueries(t *testing.T) []boundQuery {
 	prio := 5
 	def := queue.ScheduleDef{Name: "nightly", Cron: "0 1 * * *", TimeZone: "Europe/Paris", Overlap: queue.OverlapSkip,
 		Misfire: queue.MisfireRunOnce, Task: queue.ScheduleTask{Queue: "maint", Body: "SELECT 1", Priority: &prio, MaxAttempts: 3}}
-	cur := &queue.Schedule{ScheduleDef: def, ID: 7, Version: 3}
-	paused := true
-	r := schedule.Run{ID: 7, Name: "nightly"}
+	r := queue.ScheduleRun{ID: 7, Name: "nightly"}
 	return []boundQuery{
 		{schedulesQuery, []any{sql.Named("name", nullString(""))}},
-		{createScheduleBatch, createScheduleArgs(def, time.Now(), "ann")},
-		{replaceScheduleBatch, replaceScheduleArgs(cur, def, time.Time{}, queue.ScheduleUpdate{Paused: &paused, Actor: "ann"})},
+		{createScheduleBatch, createScheduleArgs(queue.NewSchedule{Def: def, NextFireAt: time.Now(), Actor: "ann"})},
+		{replaceScheduleBatch, replaceScheduleArgs(queue.ScheduleReplace{ID: 7, Version: 3, Name: "nightly", Def: def,
+			Actor: "ann", Action: "pause_schedule", Detail: "paused=true"})},
 		{deleteScheduleBatch, []any{sql.Named("name", "nightly"), sql.Named("actor", "ann")}},
 		{runLockQuery, []any{sql.Named("name", "nightly")}},
 		{fireBatch, fireArgs(queue.ScheduleFire{ID: 7, Version: 3, FireAt: time.Now(), Next: time.Now().Add(time.Hour)})},

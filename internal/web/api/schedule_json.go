@@ -25,7 +25,8 @@ type scheduleIn struct {
 	Misfire        string   `json:"misfire"`
 }
 
-// def converts the input; the store checks the rest and names the field.
+// def converts the input; the schedule package checks the rest and names the
+// field.
 func (in scheduleIn) def() (queue.ScheduleDef, error) {
 	d := queue.ScheduleDef{Name: in.Name, Cron: in.Cron, TimeZone: in.TimeZone, Paused: in.Paused,
 		Overlap: queue.Overlap(in.Overlap), Misfire: queue.Misfire(in.Misfire),

@@ -11,8 +11,9 @@ import (
 )
 
 // Schedules (docs/SCHEDULES.md). Every change goes through the operations,
-// which wake this node's scheduler; the store checks a definition before it
-// writes anything and audits the change as the caller's.
+// which wake this node's scheduler; the schedule package checks a definition
+// before the store writes anything, and the store audits the change as the
+// caller's.
 
 // listSchedules is GET /api/schedules: every schedule by name, each with its
 // next fire times and its latest run.

@@ -99,7 +99,8 @@ func readTaskForm(c echo.Context) templates.TaskForm {
 }
 
 // parseTaskForm turns the form into a task; errs names the fields that do not parse.
-// The store checks the rest (ranges, names) and names its field in turn.
+// queue.Checked checks the rest (ranges, names) before the store is called,
+// and names its field in turn.
 func parseTaskForm(f templates.TaskForm, script bool) (queue.NewTask, map[string]string) {
 	errs := map[string]string{}
 	t := queue.NewTask{Queue: f.Queue, Body: f.Body, Group: f.Group, Chain: f.Chain,

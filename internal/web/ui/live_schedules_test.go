@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/schedule"
 	"readpast/internal/testenv"
 )
 
@@ -30,7 +31,7 @@ func TestLiveSchedulesFollowChanges(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachDialect(t, func(t *testing.T, e *testenv.Env) {
 		_, url := newLiveServer(t, e, defaultLiveOptions())
-		s, err := e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "nightly", Cron: "0 1 * * *", TimeZone: "Europe/Paris",
+		s, err := schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "nightly", Cron: "0 1 * * *", TimeZone: "Europe/Paris",
 			Task: queue.ScheduleTask{Queue: "maint", Body: "SELECT 1"}}, "test")
 		require.NoError(t, err)
 		id := fmt.Sprint(s.ID)
@@ -43,7 +44,7 @@ func TestLiveSchedulesFollowChanges(t *testing.T) {
 		}
 		waitRow("the snapshot", "CET")
 		paused := true
-		_, err = e.Store.UpdateSchedule(e.Ctx, "nightly", queue.ScheduleUpdate{Paused: &paused, Actor: "elsewhere"})
+		_, err = schedule.Editor{Store: e.Store}.UpdateSchedule(e.Ctx, "nightly", queue.ScheduleUpdate{Paused: &paused, Actor: "elsewhere"})
 		require.NoError(t, err)
 		waitRow("a pause", "st-paused")
 		run, err := e.Store.RunSchedule(e.Ctx, "nightly", "elsewhere")
@@ -53,7 +54,7 @@ func TestLiveSchedulesFollowChanges(t *testing.T) {
 		require.NoError(t, err)
 		waitRow("the run's outcome", "st-cancelled")
 
-		other, err := e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "hourly", Cron: "@hourly",
+		other, err := schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "hourly", Cron: "@hourly",
 			Task: queue.ScheduleTask{Body: "SELECT 1"}}, "elsewhere")
 		require.NoError(t, err)
 		order := func() []string { _, _, _, o := c.snapshot(); return o }

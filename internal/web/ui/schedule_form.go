@@ -144,7 +144,8 @@ func readScheduleForm(c echo.Context) templates.ScheduleForm {
 
 // parseScheduleForm turns the form into a definition. The task template's
 // fields are read as the enqueue form reads them; errs names the fields that
-// do not parse, and the store checks the rest, naming its field in turn.
+// do not parse, and the schedule package checks the rest (schedule.Editor,
+// through the operations), naming its field in turn.
 func parseScheduleForm(f templates.ScheduleForm) (queue.ScheduleDef, map[string]string) {
 	t, errs := parseTaskForm(templates.TaskForm{Queue: f.Queue, Body: f.Body, Priority: f.Priority, Group: f.Group,
 		MaxAttempts: f.MaxAttempts, TimeoutSeconds: f.TimeoutSeconds, Transactional: f.Transactional}, true)

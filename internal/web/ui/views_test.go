@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/schedule"
 	"readpast/internal/testenv"
 	"readpast/internal/workers"
 	"readpast/web/templates"
@@ -22,7 +23,7 @@ func TestLiveRowsEscapeScriptBody(t *testing.T) {
 	testenv.ForEachDialect(t, func(t *testing.T, e *testenv.Env) {
 		evil := `<script>alert(1)</script>`
 		id := e.Enqueue(t, queue.NewTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`})[0]
-		_, err := e.Store.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "s", Cron: "@daily",
+		_, err := schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "s", Cron: "@daily",
 			Task: queue.ScheduleTask{Body: "SELECT '" + evil + "'", Group: `<b>g</b>`}}, "test")
 		require.NoError(t, err)
 		u := newViews(e.Store, nil, time.Second, slog.New(slog.DiscardHandler))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/schedule"
 	"readpast/internal/testenv"
 )
 
@@ -104,7 +105,7 @@ func SeedDemo(t *testing.T, ctx context.Context, s queue.Store) {
 		{Name: "month-end-close", Cron: "0 2 28-31 * *", TimeZone: "America/New_York", Paused: true, Misfire: queue.MisfireSkip,
 			Task: queue.ScheduleTask{Queue: "billing", Body: "EXEC dbo.close_period"}},
 	} {
-		_, err := s.CreateSchedule(ctx, d, "seed")
+		_, err := schedule.Editor{Store: s}.CreateSchedule(ctx, d, "seed")
 		require.NoError(t, err)
 	}
 	_, err := s.RunSchedule(ctx, "nightly-index-rebuild", "seed")
