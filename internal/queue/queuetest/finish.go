@@ -49,12 +49,17 @@ var finishTests = map[string]func(*testing.T, Harness){
 		b := setup(t, h)
 		id := b.enqueue(t, queue.NewTask{Body: "SELECT 1", MaxAttempts: 2})[0]
 		got := b.claim(t, queue.DefaultQueue, 1)
+		sent := time.Now()
 		res := b.finish(t, got[0], queue.OutcomeTimedOut, "timeout after 1s")
+		rtt := time.Since(sent)
 		require.Equal(t, queue.StatePending, res.State)
 		task := b.get(t, id)
 		require.Equal(t, "timeout after 1s", task.LastError)
-		wait := time.Until(task.AvailableAt)
-		require.True(t, wait > time.Second && wait < 3*time.Second, "first retry waits 2 s ± 25 %%, got %s", wait)
+		require.Equal(t, res.Retry.UnixMicro(), task.AvailableAt.UnixMicro(), "the finish says when the retry is due")
+		// Measured from the finish, not from now: a slow server's round
+		// trips (Babelfish under load) must not eat the back-off.
+		wait := task.AvailableAt.Sub(sent)
+		require.True(t, wait > time.Second && wait < 3*time.Second+rtt, "first retry waits 2 s ± 25 %%, got %s (finish took %s)", wait, rtt)
 		require.Contains(t, task.Why, "delayed")
 		require.Empty(t, b.claim(t, queue.DefaultQueue, 1), "a task in back-off is not claimable")
 
