@@ -19,7 +19,7 @@ type Config struct {
 	Version        string        // shown on the nodes page
 	DefaultWorkers int           // per queue when the queue row sets none; default 4
 	Poll           time.Duration // idle poll interval; default 1s
-	Lease          time.Duration // lease length; default 30s; heartbeats every third of it
+	Lease          time.Duration // lease length; default 30s; heartbeats every quarter of it
 	Grace          time.Duration // how long a stop waits for running tasks; default 30s
 	SettingsEvery  time.Duration // how often queue settings are re-read; default 1s
 	ReclaimEvery   time.Duration // how often expired leases are looked for; default min(Lease/3, 10s)
@@ -113,5 +113,14 @@ type nopObserver struct{}
 func (nopObserver) Claimed(string, int, time.Duration, error)     {}
 func (nopObserver) Finished(string, queue.Outcome, time.Duration) {}
 
-// heartbeatEvery is a third of the lease, so two heartbeats may fail before it ends.
-func (c Config) heartbeatEvery() time.Duration { return c.Lease / 3 }
+// heartbeatEvery is a quarter of the lease: the beats sent at a quarter and at
+// half the lease may both fail before the fence stops the node's bodies at
+// three quarters (fenceMargin), and each beat's call is bounded by it.
+func (c Config) heartbeatEvery() time.Duration { return c.Lease / 4 }
+
+// fenceMargin is how long before a lease can end in the store the node stops
+// its body (fence.go): a quarter of the lease, 7.5 s of the default 30 s and
+// 75 ms of the shortest lease allowed, for the cancel to reach the target and
+// stop the statement. It leaves three heartbeats inside the lease's trusted
+// part, lease - margin.
+func (c Config) fenceMargin() time.Duration { return c.Lease / 4 }

@@ -28,7 +28,7 @@ type executor struct {
 }
 
 // run executes one claimed task and returns the attempt left to record, with
-// release set when the shutdown stopped it; record is false when nothing is
+// release set when the shutdown or the fence stopped it; record is false when nothing is
 // left to record: a transactional task that committed ended inside its own
 // transaction, and a task whose lease was lost belongs to another holder now.
 // Every other attempt, transactional or not, gets its outcome from the same
@@ -81,7 +81,7 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 		x.log.Warn("stopped a task whose lease was lost", "task", t.ID)
 		return a, false, false
 	}
-	return a, releases(context.Cause(ctx)), true
+	return a, releasesAfter(context.Cause(ctx), a.Outcome), true
 }
 
 // unstarted returns the attempt left to record for a task stopped before its
@@ -98,7 +98,7 @@ func (x *executor) unstarted(ctx context.Context, e *execution) (a queue.Attempt
 	}
 	a.Outcome, a.Error = outcome(ctx, errNotStarted)
 	x.observer.Finished(t.Queue, a.Outcome, 0)
-	return a, releases(cause), true
+	return a, releasesAfter(cause, a.Outcome), true
 }
 
 // errNotStarted is the error of a task stopped before its body started for
