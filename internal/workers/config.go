@@ -17,7 +17,10 @@ import (
 type Config struct {
 	NodeID         string        // unique per process; default hostname-pid
 	Version        string        // shown on the nodes page
-	DefaultWorkers int           // per queue when the queue row sets none; default 4
+	// DefaultWorkers is the pool size of a queue whose row sets none: nil
+	// takes the default, 4; 0 runs none of them on this node, as a pause does
+	// (`--workers 0` once ran 4: 0 was taken for unset).
+	DefaultWorkers *int
 	Poll           time.Duration // idle poll interval; default 1s
 	Lease          time.Duration // lease length; default 30s; heartbeats every quarter of it
 	Grace          time.Duration // how long a stop waits for running tasks; default 30s
@@ -49,8 +52,9 @@ func (c Config) withDefaults() (Config, error) {
 		host, _ := os.Hostname()
 		c.NodeID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	if c.DefaultWorkers == 0 {
-		c.DefaultWorkers = 4
+	if c.DefaultWorkers == nil {
+		four := 4
+		c.DefaultWorkers = &four
 	}
 	if c.Poll == 0 {
 		c.Poll = time.Second
@@ -83,8 +87,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
-	case c.DefaultWorkers < 0 || c.DefaultWorkers > 1000:
-		return c, fmt.Errorf("workers: default workers is %d: use 0 to 1000", c.DefaultWorkers)
+	case *c.DefaultWorkers < 0 || *c.DefaultWorkers > 1000:
+		return c, fmt.Errorf("workers: default workers is %d: use 0 to 1000", *c.DefaultWorkers)
 	case c.Poll < 10*time.Millisecond:
 		return c, fmt.Errorf("workers: poll interval %s is below 10ms", c.Poll)
 	case c.Lease < 300*time.Millisecond:

@@ -61,7 +61,7 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, store: store, log: log, ready: make(chan struct{}), pools: pools, finisher: fin, fence: fc}
 	n.heartbeater = &heartbeater{store: store, pools: pools, fence: fc, nodeID: cfg.NodeID, lease: cfg.Lease,
 		interval: cfg.heartbeatEvery(), info: n.info, register: n.register, log: log}
-	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: cfg.DefaultWorkers,
+	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: *cfg.DefaultWorkers,
 		apply: pools.configure, log: log}
 	n.reclaimer = &reclaimer{store: store, interval: cfg.ReclaimEvery, wake: pools.wakeAll, log: log}
 	n.listener = &listener{store: store, wake: pools.wake, log: log}
@@ -113,7 +113,7 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, c := range withCtx {
 		c.Start(ctx)
 	}
-	n.log.Info("node started", "lease", n.cfg.Lease, "poll", n.cfg.Poll, "default_workers", n.cfg.DefaultWorkers)
+	n.log.Info("node started", "lease", n.cfg.Lease, "poll", n.cfg.Poll, "default_workers", *n.cfg.DefaultWorkers)
 
 	<-ctx.Done()
 	for _, c := range withCtx {
