@@ -15,8 +15,8 @@ import (
 
 // Config is a node's worker settings. Zero fields take the defaults.
 type Config struct {
-	NodeID         string        // unique per process; default hostname-pid
-	Version        string        // shown on the nodes page
+	NodeID  string // unique per process; default hostname-pid
+	Version string // shown on the nodes page
 	// DefaultWorkers is the pool size of a queue whose row sets none: nil
 	// takes the default, 4; 0 runs none of them on this node, as a pause does
 	// (`--workers 0` once ran 4: 0 was taken for unset).
