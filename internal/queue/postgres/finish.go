@@ -101,15 +101,53 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 const endSQL = `SELECT out_ord, out_state, out_retry_at
 	FROM readpast_end_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
-// end runs endAttempts as a store write (Store.write).
+// end runs endAttempts as a store write (Store.write). A release of attempts
+// a fault stopped (queue.Attempt.Uncounted) also gives them back to their
+// tasks' budgets, in the same transaction.
 func (s *Store) end(ctx context.Context, mode endMode, attempts []queue.Attempt) ([]queue.FinishResult, error) {
 	var out []queue.FinishResult
 	err := s.write(ctx, func(ctx context.Context, c conn) error {
-		var err error
-		out, err = endAttempts(ctx, c, mode, attempts)
-		return err
+		if mode != modeRelease || !anyUncounted(attempts) {
+			var err error
+			out, err = endAttempts(ctx, c, mode, attempts)
+			return err
+		}
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			var err error
+			if out, err = endAttempts(ctx, tx, mode, attempts); err != nil {
+				return err
+			}
+			return giveBack(ctx, tx, attempts, out)
+		})
 	})
 	return out, err
+}
+
+func anyUncounted(attempts []queue.Attempt) bool {
+	for _, a := range attempts {
+		if a.Uncounted {
+			return true
+		}
+	}
+	return false
+}
+
+// giveBack raises retry_base by one for each released attempt a fault
+// stopped, so it does not count against max_attempts. It runs after the
+// release in its transaction, on rows the release locked already: it takes
+// no lock of its own, so it cannot change the lock order of migration 1.
+func giveBack(ctx context.Context, tx pgx.Tx, attempts []queue.Attempt, ended []queue.FinishResult) error {
+	var ids []int64
+	for i, a := range attempts {
+		if a.Uncounted && ended[i].Err == nil {
+			ids = append(ids, a.TaskID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE readpast_tasks SET retry_base = retry_base + 1 WHERE id = ANY($1::bigint[])`, ids)
+	return err
 }
 
 // endAttempts ends the attempts in one call of readpast_end_attempts and returns
