@@ -21,9 +21,15 @@ import (
 // target's Run and of a store's calls alike (both wrap with %w), on the
 // drivers' own types, which stay in this package.
 //
-// A context's end is no loss: a timeout or a cancel stopped the body.
+// A context's end is no loss: a timeout or a cancel stopped the body. Nor
+// is a session that could not be opened: the target is down, and the attempt
+// fails and backs off as before, rather than being given back at once and
+// claimed again in a loop for as long as the outage lasts.
 func SessionLost(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var nc notConnected
+	var ce *pgconn.ConnectError
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &nc) || errors.As(err, &ce) {
 		return false
 	}
 	var pe *pgconn.PgError
@@ -39,8 +45,13 @@ func SessionLost(err error) bool {
 		// in progress.
 		return me.Number == 596 || me.Number == 6005
 	}
-	var ce *pgconn.ConnectError
 	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, driver.ErrBadConn)
 }
+
+// notConnected marks the error of a Run that could not open its session
+// (SessionLost says no), its message unchanged.
+type notConnected struct{ error }
+
+func (e notConnected) Unwrap() error { return e.error }
