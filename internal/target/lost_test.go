@@ -28,7 +28,7 @@ func TestSessionLost(t *testing.T) {
 	for _, err := range []error{
 		nil, errors.New("division by zero"), context.Canceled, wrapped(context.DeadlineExceeded),
 		&pgconn.PgError{Code: "22012", Message: "division by zero"}, &pgconn.PgError{Code: "57014"}, // 57014: cancelled by a timeout
-		mssql.Error{Number: 8134}, // divide by zero
+		mssql.Error{Number: 8134},                             // divide by zero
 		&pgconn.ConnectError{}, notConnected{wrapped(io.EOF)}, // no session was opened: the target is down
 	} {
 		require.False(t, SessionLost(err), "%v is no lost session", err)
