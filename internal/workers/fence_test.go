@@ -65,7 +65,7 @@ func newFenceSetup(t *testing.T) fenceSetup {
 
 func runFenceCase(t *testing.T, fault func(*faultproxy.Proxy)) {
 	s := newFenceSetup(t)
-	const lease = 3 * time.Second
+	const lease = 4 * time.Second // the fence's margin is a second of it
 	const bodies = 4
 	_, err := s.store.UpdateQueue(s.ctx, "fence", queue.QueueUpdate{Workers: intp(bodies), Actor: "test"})
 	require.NoError(t, err)
@@ -131,14 +131,15 @@ func runFenceCase(t *testing.T, fault func(*faultproxy.Proxy)) {
 	require.NoError(t, watch.Err())
 
 	for _, k := range keys {
-		spans := watch.Spans(k)
-		require.Len(t, spans, 2, "%s: one copy on the cut-off node, one on the other: %+v", k, spans)
-		cut, took := spans[0], spans[1]
+		cut, took := copiesOf(watch.Spans(k))
+		require.NotEmpty(t, took, "%s: the other node ran it too", k)
 		t.Logf("%s: cut-off copy last seen %s before its lease's end; the other node's began %s after that end",
-			k, ends[k].Sub(cut.Last).Round(time.Millisecond), took.First.Sub(ends[k]).Round(time.Millisecond))
+			k, ends[k].Sub(cut.Last).Round(time.Millisecond), took[0].First.Sub(ends[k]).Round(time.Millisecond))
 		require.True(t, cut.Last.Before(ends[k]),
 			"%s: the cut-off node's copy still ran on the target at %s, past its lease's end at %s", k, cut.Last, ends[k])
-		require.True(t, cut.Last.Before(took.First), "%s: the two copies ran at once", k)
+		for _, other := range took {
+			require.True(t, cut.Last.Before(other.First), "%s: the copy of session %d ran while the cut-off one did", k, other.PID)
+		}
 	}
 	require.Empty(t, watch.Overlaps(), "no task's body may run on two nodes at once")
 
@@ -165,4 +166,24 @@ func runFenceCase(t *testing.T, fault func(*faultproxy.Proxy)) {
 		require.NoError(t, err)
 		require.Equal(t, queue.StateSucceeded, task.State, "task %d", id)
 	}
+}
+
+// copiesOf splits the sessions seen running one task's body into the first
+// copy's (its session's spans merged: a loaded machine may pause the sampling
+// past SessionWatch's gap) and every other session's.
+func copiesOf(spans []testenv.Span) (first testenv.Span, others []testenv.Span) {
+	if len(spans) == 0 {
+		return first, nil
+	}
+	first = spans[0]
+	for _, s := range spans[1:] {
+		if s.PID == first.PID {
+			if s.Last.After(first.Last) {
+				first.Last = s.Last
+			}
+			continue
+		}
+		others = append(others, s)
+	}
+	return first, others
 }
