@@ -151,7 +151,7 @@ SELECT @lost AS lost, @state AS state, @available AS available_at;
 
 var finishParams = []string{
 	"id", "token", "outcome", "error", "node", "worker", "session", "started", "finished",
-	"rows", "messages", "release", "reclaim",
+	"rows", "messages", "release", "reclaim", "uncounted",
 	"b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12",
 }
 
