@@ -80,7 +80,7 @@ func newFlagSet(prog string, getenv func(string) string, w io.Writer) (*flag.Fla
 	fs.StringVar(&c.TargetDSN, "target-dsn", env("READPAST_TARGET_DSN", ""), "where task bodies run (env READPAST_TARGET_DSN; default the store)")
 	fs.StringVar(&c.Listen, "listen", env("READPAST_LISTEN", "127.0.0.1:8080"), "dashboard address (env READPAST_LISTEN)")
 	fs.StringVar(&c.NodeID, "node-id", env("READPAST_NODE_ID", ""), "this node's name (env READPAST_NODE_ID; default host-pid)")
-	fs.IntVar(&c.Workers, "workers", num("READPAST_WORKERS", "4"), "workers per queue on this node when the queue sets none (env READPAST_WORKERS)")
+	fs.IntVar(&c.Workers, "workers", num("READPAST_WORKERS", "4"), "workers per queue on this node when the queue sets none; 0 runs none, as a pause does (env READPAST_WORKERS)")
 	fs.DurationVar(&c.Poll, "poll", dur("READPAST_POLL", "1s"), "idle poll interval (env READPAST_POLL)")
 	fs.DurationVar(&c.Lease, "lease", dur("READPAST_LEASE", "30s"), "task lease; heartbeats every third of it (env READPAST_LEASE)")
 	fs.DurationVar(&c.Grace, "grace", dur("READPAST_GRACE", "30s"), "how long a stop waits for running tasks (env READPAST_GRACE)")

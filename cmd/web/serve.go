@@ -51,7 +51,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	defer tgt.Close()
 	metrics := web.NewMetrics()
-	node, err := workers.New(store, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: cfg.Workers,
+	node, err := workers.New(store, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: &cfg.Workers,
 		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, LogRetention: cfg.LogRetention, TaskRetention: cfg.TaskRetention,
 		TargetIsStore: targetDSN == cfg.DSN, Logger: log, Observer: metrics})
 	if err != nil {

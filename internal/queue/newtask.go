@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -89,7 +90,9 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	case strings.IndexByte(t.Body, 0) >= 0:
 		return bad("body", "holds a NUL byte (U+0000) at byte %d: no dialect stores one in text; remove it", strings.IndexByte(t.Body, 0))
 	}
-	if err := sqlscript.Check(t.Body); err != nil {
+	if err := sqlscript.Check(t.Body); errors.Is(err, sqlscript.ErrNoBatch) {
+		return bad("body", "%v; give the SQL the task runs", err)
+	} else if err != nil {
 		return bad("body", "has a GO line sqlcmd would refuse: %v", err)
 	}
 	if t.Priority == nil {

@@ -31,6 +31,7 @@ func TestNormalizeRefusesWhatCannotBeStoredAsSent(t *testing.T) {
 		{"a timeout that would round to none", NewTask{Body: "SELECT 1", Timeout: 400 * time.Microsecond}, "timeout", "at least 1ms"},
 		{"too many attempts", NewTask{Body: "SELECT 1", MaxAttempts: MaxAttemptsLimit + 1}, "max_attempts", "use 1 to 1000"},
 		{"negative attempts", NewTask{Body: "SELECT 1", MaxAttempts: -1}, "max_attempts", "use 1 to 1000"},
+		{"a body of only GO lines", NewTask{Body: "GO\nGO 2\n"}, "body", "no batch to run"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -52,6 +52,13 @@ type Attempt struct {
 	FinishedAt   time.Time
 	RowsAffected int64
 	Messages     string
+	// Uncounted: a fault of the database, or of the node's reach of it,
+	// stopped the attempt, not its body (the session was lost, the server
+	// restarted, the node could not renew its lease). Release gives such an
+	// attempt back to the task's budget (retry_base + 1, as an operator's
+	// retry resets it), so max_attempts counts the body's own tries; Finish
+	// ignores it.
+	Uncounted bool
 }
 
 // FinishResult is what became of one task.

@@ -58,6 +58,9 @@ func Parse(expr, zone string) (*Spec, error) {
 	case strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ="):
 		return bad("names a time zone: give it in time_zone instead")
 	}
+	if f, ok := emptyListItem(expr); ok {
+		return bad("%q has an empty item in the list %q (two commas in a row, or one at an end): write each value once, e.g. 1,2,3,4", expr, f)
+	}
 	sched, err := parser.Parse(expr)
 	if err != nil {
 		return bad("%q cannot be read: %v", expr, err)
@@ -69,6 +72,23 @@ func Parse(expr, zone string) (*Spec, error) {
 	walls := *spec
 	walls.Location = time.UTC
 	return &Spec{walls: &walls, loc: loc, fixed: fixedTime(expr)}, nil
+}
+
+// emptyListItem returns the first field of expr whose comma-separated list
+// has an empty item ("1,2,,4", ",5", "5,"): robfig/cron reads such an item
+// as nothing and accepts the field (issue 25), so a typo passes unseen.
+func emptyListItem(expr string) (string, bool) {
+	for _, f := range strings.Fields(expr) {
+		if !strings.Contains(f, ",") {
+			continue
+		}
+		for _, item := range strings.Split(f, ",") {
+			if item == "" {
+				return f, true
+			}
+		}
+	}
+	return "", false
 }
 
 // LoadZone returns the IANA zone named name; "" is UTC. "Local" is refused: it

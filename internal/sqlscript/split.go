@@ -1,6 +1,7 @@
 package sqlscript
 
 import (
+	"errors"
 	"fmt"
 	"readpast/internal/dialect"
 	"strconv"
@@ -165,20 +166,29 @@ func Runs(script string, syntax Syntax) ([]Run, error) {
 	return out, nil
 }
 
-// Check reports a GO line that no dialect's rules accept, the way Split words
-// it for T-SQL; nil when the script splits under the rules of at least one
-// dialect. An enqueue runs it before the target's dialect is known for sure
-// (a task may run on another server than the store's), so it refuses only a
-// script that cannot run anywhere; the executor splits with its own rules.
-func Check(script string) error {
-	first := checkOne(script, TSQL)
-	if first == nil || checkOne(script, PostgreSQL) == nil || checkOne(script, SQLite) == nil {
-		return nil
-	}
-	return first
-}
+// ErrNoBatch is a script of only GO lines and white space: it would
+// succeed having run nothing (issue 25), which no caller means.
+var ErrNoBatch = errors.New("holds only GO lines and white space: there is no batch to run")
 
-func checkOne(script string, syntax Syntax) error {
-	_, err := Split(script, syntax)
-	return err
+// Check reports a GO line that no dialect's rules accept, the way Split words
+// it for T-SQL, or ErrNoBatch when the script holds nothing to run; nil when
+// the script splits under the rules of at least one dialect into at least one
+// batch that is not blank. An enqueue runs it before the target's dialect is
+// known for sure (a task may run on another server than the store's), so it
+// refuses only a script that cannot run anywhere; the executor splits with
+// its own rules.
+func Check(script string) error {
+	var refused error
+	for _, syntax := range []Syntax{TSQL, PostgreSQL, SQLite} {
+		batches, err := Batches(script, syntax)
+		switch {
+		case err == nil && len(batches) > 0:
+			return nil
+		case err == nil:
+			refused = ErrNoBatch
+		case refused == nil:
+			refused = err
+		}
+	}
+	return refused
 }

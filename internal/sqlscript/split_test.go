@@ -134,3 +134,15 @@ func TestCheckRefusesOnlyWhatNoDialectAccepts(t *testing.T) {
 	// be meant for PostgreSQL: it is not refused before its target splits it.
 	require.NoError(t, Check("DO $$\nGO x\n$$"))
 }
+
+// A script of only GO lines and white space would succeed having run
+// nothing: Check refuses it (issue 25). A batch of comments still runs.
+func TestCheckRefusesAScriptWithNoBatch(t *testing.T) {
+	t.Parallel()
+	for _, script := range []string{"GO", "GO\n", "GO\nGO\n", "\nGO 3\n  \ngo\r\n", "GO\nGO\n\t\n"} {
+		require.ErrorIs(t, Check(script), ErrNoBatch, "%q", script)
+	}
+	for _, script := range []string{"SELECT 1\nGO", "GO\nSELECT 1", "-- only a comment\nGO", "GO\n/* note */"} {
+		require.NoError(t, Check(script), "%q", script)
+	}
+}

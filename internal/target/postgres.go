@@ -69,7 +69,7 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 	}
 	conn, err := t.pool.Acquire(ctx)
 	if err != nil {
-		return res, fmt.Errorf("connecting to the target: %w", err)
+		return res, notConnected{fmt.Errorf("connecting to the target: %w", err)}
 	}
 	pg := conn.Conn().PgConn()
 	res.SessionID = strconv.FormatUint(uint64(pg.PID()), 10)

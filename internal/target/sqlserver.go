@@ -88,7 +88,7 @@ func (t *sqlServerTarget) Run(ctx context.Context, body string, onSession func(s
 	}
 	conn, err := t.db.Conn(ctx)
 	if err != nil {
-		return res, fmt.Errorf("connecting to the target: %w", sqlrun.DescribeMSSQL(err))
+		return res, notConnected{fmt.Errorf("connecting to the target: %w", sqlrun.DescribeMSSQL(err))}
 	}
 	msgs := &sqlrun.Messages{}
 	failed := true // until every batch ran without an error

@@ -106,7 +106,8 @@ func New(d Deps) (*Server, error) {
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(auth.SecurityHeaders, middleware.Recover(), guard.LocalHostOnly, guard.Authenticate, guard.CheckCSRF)
+	e.Use(auth.SecurityHeaders, middleware.Recover(), guard.LocalHostOnly, guard.Authenticate,
+		auth.LimitForms(api.RequestLimit(d.MaxBodyBytes, d.MaxRequestBytes)), guard.CheckCSRF)
 
 	view, operate := guard.RequireRole(auth.Viewer), guard.RequireRole(auth.Operator)
 	registerHealth(e, d.Store)

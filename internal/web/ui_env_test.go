@@ -54,8 +54,12 @@ func newUIEnv(t *testing.T, o uiOpts) *uiEnv {
 	e := &uiEnv{t: t, ctx: ctx, store: s, dialect: o.dialect, dsn: dsn, jar: jar}
 	d := Deps{Store: e.store, Logger: discardLog, Version: "test", Lease: 3 * time.Second}
 	if o.node {
+		var size *int // the node's default unless the test sets one
+		if o.defaultWorkers > 0 {
+			size = &o.defaultWorkers
+		}
 		e.node = runNode(t, s, dsn, workers.Config{NodeID: "ui-test-node", Lease: 3 * time.Second,
-			DefaultWorkers: o.defaultWorkers, TargetIsStore: true})
+			DefaultWorkers: size, TargetIsStore: true})
 		d.Node = e.node
 	}
 	e.server, err = New(d)

@@ -15,11 +15,14 @@ import (
 
 // Config is a node's worker settings. Zero fields take the defaults.
 type Config struct {
-	NodeID         string        // unique per process; default hostname-pid
-	Version        string        // shown on the nodes page
-	DefaultWorkers int           // per queue when the queue row sets none; default 4
+	NodeID  string // unique per process; default hostname-pid
+	Version string // shown on the nodes page
+	// DefaultWorkers is the pool size of a queue whose row sets none: nil
+	// takes the default, 4; 0 runs none of them on this node, as a pause does
+	// (`--workers 0` once ran 4: 0 was taken for unset).
+	DefaultWorkers *int
 	Poll           time.Duration // idle poll interval; default 1s
-	Lease          time.Duration // lease length; default 30s; heartbeats every third of it
+	Lease          time.Duration // lease length; default 30s; heartbeats every quarter of it
 	Grace          time.Duration // how long a stop waits for running tasks; default 30s
 	SettingsEvery  time.Duration // how often queue settings are re-read; default 1s
 	ReclaimEvery   time.Duration // how often expired leases are looked for; default min(Lease/3, 10s)
@@ -49,8 +52,9 @@ func (c Config) withDefaults() (Config, error) {
 		host, _ := os.Hostname()
 		c.NodeID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	if c.DefaultWorkers == 0 {
-		c.DefaultWorkers = 4
+	if c.DefaultWorkers == nil {
+		four := 4
+		c.DefaultWorkers = &four
 	}
 	if c.Poll == 0 {
 		c.Poll = time.Second
@@ -83,8 +87,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
-	case c.DefaultWorkers < 0 || c.DefaultWorkers > 1000:
-		return c, fmt.Errorf("workers: default workers is %d: use 0 to 1000", c.DefaultWorkers)
+	case *c.DefaultWorkers < 0 || *c.DefaultWorkers > 1000:
+		return c, fmt.Errorf("workers: default workers is %d: use 0 to 1000", *c.DefaultWorkers)
 	case c.Poll < 10*time.Millisecond:
 		return c, fmt.Errorf("workers: poll interval %s is below 10ms", c.Poll)
 	case c.Lease < 300*time.Millisecond:
@@ -113,5 +117,14 @@ type nopObserver struct{}
 func (nopObserver) Claimed(string, int, time.Duration, error)     {}
 func (nopObserver) Finished(string, queue.Outcome, time.Duration) {}
 
-// heartbeatEvery is a third of the lease, so two heartbeats may fail before it ends.
-func (c Config) heartbeatEvery() time.Duration { return c.Lease / 3 }
+// heartbeatEvery is a quarter of the lease: the beats sent at a quarter and at
+// half the lease may both fail before the fence stops the node's bodies at
+// three quarters (fenceMargin), and each beat's call is bounded by it.
+func (c Config) heartbeatEvery() time.Duration { return c.Lease / 4 }
+
+// fenceMargin is how long before a lease can end in the store the node stops
+// its body (fence.go): a quarter of the lease, 7.5 s of the default 30 s and
+// 75 ms of the shortest lease allowed, for the cancel to reach the target and
+// stop the statement. It leaves three heartbeats inside the lease's trusted
+// part, lease - margin.
+func (c Config) fenceMargin() time.Duration { return c.Lease / 4 }

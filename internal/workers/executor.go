@@ -28,9 +28,10 @@ type executor struct {
 }
 
 // run executes one claimed task and returns the attempt left to record, with
-// release set when the shutdown stopped it; record is false when nothing is
-// left to record: a transactional task whose end committed with its body
-// (SQLite), and a task whose lease was lost belongs to another holder now.
+// release set when the shutdown or the fence stopped it; record is false when
+// nothing is left to record: a transactional task whose end committed with
+// its body (SQLite), and a task whose lease was lost belongs to another holder
+// now.
 // Every other attempt, transactional or not, gets its outcome from the same
 // rule (outcome: the cause that stopped it, else the body's error).
 func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, release, record bool) {
@@ -86,12 +87,34 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 	a.FinishedAt = time.Now()
 	a.Outcome, a.Error = outcome(ctx, runErr)
 	x.observer.Finished(t.Queue, a.Outcome, a.FinishedAt.Sub(a.StartedAt))
-	if errors.Is(context.Cause(ctx), errLeaseLost) {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errLeaseLost) {
 		x.log.Warn("stopped a task whose lease was lost", "task", t.ID)
 		return a, false, false
 	}
-	return a, releases(context.Cause(ctx)), true
+	release = releasesAfter(cause, a.Outcome)
+	switch {
+	case release && errors.Is(cause, errFenced):
+		a.Uncounted = true // the node lost its store: no fault of the body
+	case !release && a.Outcome == queue.OutcomeFailed && target.SessionLost(runErr) && t.Attempts < t.MaxAttempts+maxFaultGiveBacks:
+		a.Error = errSessionLost + a.Error
+		a.Uncounted, release = true, true
+		x.log.Warn("the database session was lost under a task; giving it back without counting the attempt",
+			"task", t.ID, "err", runErr)
+	}
+	return a, release, true
 }
+
+// maxFaultGiveBacks bounds the attempts given back for a lost session beyond
+// a task's max_attempts: a body that ends its own session (SELECT
+// pg_terminate_backend(pg_backend_pid())) looks like a fault of the server,
+// and must not run forever. Past it, a lost session counts like any error.
+const maxFaultGiveBacks = 10
+
+// errSessionLost starts the error of an attempt given back because its
+// database session was lost (target.SessionLost).
+const errSessionLost = "the database session was lost (a fault of the server or the network, not of the body: " +
+	"the task runs again at once, and the attempt does not count against max_attempts): "
 
 // unstarted returns the attempt left to record for a task stopped before its
 // body started (pool.await): nothing for a lost lease; an operator's cancel
@@ -107,7 +130,9 @@ func (x *executor) unstarted(ctx context.Context, e *execution) (a queue.Attempt
 	}
 	a.Outcome, a.Error = outcome(ctx, errNotStarted)
 	x.observer.Finished(t.Queue, a.Outcome, 0)
-	return a, releases(cause), true
+	release = releasesAfter(cause, a.Outcome)
+	a.Uncounted = release && errors.Is(cause, errFenced)
+	return a, release, true
 }
 
 // errNotStarted is the error of a task stopped before its body started for

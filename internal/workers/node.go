@@ -17,7 +17,7 @@ type Store = queue.Store
 
 // Node is this process's set of pools, one per queue, and the background
 // components that serve them, each in a file of its own: the finisher
-// (finisher.go), the heartbeater (heartbeat.go), the reclaimer (reclaim.go),
+// (finisher.go), the heartbeater (heartbeat.go), the fence (fence.go), the reclaimer (reclaim.go),
 // the settings watcher (settings.go), the listener (listen.go) and the
 // retention purge (retention.go). Node.Run starts and stops them in order.
 type Node struct {
@@ -29,6 +29,7 @@ type Node struct {
 	pools       *poolSet
 	finisher    *finisher
 	heartbeater *heartbeater
+	fence       *fence
 	settings    *settingsWatcher
 	reclaimer   *reclaimer
 	listener    *listener
@@ -46,13 +47,21 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	fin := newFinisher(store, cfg.Lease, log)
 	exec := &executor{store: store, target: tgt, nodeID: cfg.NodeID, targetIsStore: cfg.TargetIsStore,
 		storeTimeout: storeTimeout, observer: cfg.Observer, log: log}
-	pools := newPoolSet(poolDeps{store: store, exec: exec, finisher: fin, nodeID: cfg.NodeID, poll: cfg.Poll,
+	// The fence holds where writers run side by side (fence.go).
+	fenced := store.Capabilities().ConcurrentWriters
+	var fc *fence
+	deps := poolDeps{store: store, exec: exec, finisher: fin, nodeID: cfg.NodeID, poll: cfg.Poll,
 		lease: cfg.Lease, aheadFor: cfg.AheadFor, aheadWait: cfg.AheadWait, maxEnding: fin.maxEnding(),
-		observer: cfg.Observer, log: log})
-	n := &Node{cfg: cfg, store: store, log: log, ready: make(chan struct{}), pools: pools, finisher: fin}
-	n.heartbeater = &heartbeater{store: store, pools: pools, nodeID: cfg.NodeID, lease: cfg.Lease, info: n.info,
-		register: n.register, log: log}
-	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: cfg.DefaultWorkers,
+		mayClaim: func() bool { return fc.open() }, observer: cfg.Observer, log: log}
+	if fenced {
+		deps.claimTimeout = cfg.Lease - cfg.fenceMargin()
+	}
+	pools := newPoolSet(deps)
+	fc = newFence(pools, cfg, fenced, log)
+	n := &Node{cfg: cfg, store: store, log: log, ready: make(chan struct{}), pools: pools, finisher: fin, fence: fc}
+	n.heartbeater = &heartbeater{store: store, pools: pools, fence: fc, nodeID: cfg.NodeID, lease: cfg.Lease,
+		interval: cfg.heartbeatEvery(), info: n.info, register: n.register, log: log}
+	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: *cfg.DefaultWorkers,
 		apply: pools.configure, log: log}
 	n.reclaimer = &reclaimer{store: store, interval: cfg.ReclaimEvery, wake: pools.wakeAll, log: log}
 	n.listener = &listener{store: store, wake: pools.wake, log: log}
@@ -84,15 +93,18 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 // start work (settings, reclaim, listener) and the retention purge stop with
 // ctx.
 func (n *Node) Run(ctx context.Context) error {
+	sent := time.Now()
 	if err := n.register(ctx); err != nil {
 		return fmt.Errorf("registering node: %w", err)
 	}
+	n.fence.answered(sent) // the store answered: the node may claim
 	untilDrained := context.WithoutCancel(ctx)
 	// Executions outlive ctx: drain stops them when the grace runs out.
 	execCtx, stopExec := context.WithCancelCause(untilDrained)
 	defer stopExec(nil)
 	n.finisher.Start(untilDrained)
 	n.heartbeater.Start(untilDrained)
+	n.fence.Start(untilDrained)
 
 	n.pools.open(ctx, execCtx)
 	n.settings.refresh(ctx)
@@ -101,7 +113,7 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, c := range withCtx {
 		c.Start(ctx)
 	}
-	n.log.Info("node started", "lease", n.cfg.Lease, "poll", n.cfg.Poll, "default_workers", n.cfg.DefaultWorkers)
+	n.log.Info("node started", "lease", n.cfg.Lease, "poll", n.cfg.Poll, "default_workers", *n.cfg.DefaultWorkers)
 
 	<-ctx.Done()
 	for _, c := range withCtx {
@@ -110,6 +122,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.drain(stopExec)
 	n.finisher.Stop()
 	n.heartbeater.Stop()
+	n.fence.Stop()
 	stopCtx, cancel := context.WithTimeout(untilDrained, 5*time.Second)
 	defer cancel()
 	if err := n.store.StopNode(stopCtx, n.cfg.NodeID); err != nil {

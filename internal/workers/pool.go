@@ -77,8 +77,15 @@ type poolDeps struct {
 	// maxEnding: a pool whose ended tasks awaiting their record reach this
 	// many claims nothing until the finisher catches up (finisher.maxEnding).
 	maxEnding int
-	observer  Observer
-	log       *slog.Logger
+	// mayClaim says whether the node may take leases now: not while the
+	// fence holds it (fence.open), since it could not renew them; nil: always.
+	mayClaim func() bool
+	// claimTimeout bounds a claim, 0 none: with the fence on, a claim
+	// answered after lease - margin would be fenced at once, and one sent
+	// into a blackhole would otherwise wait forever.
+	claimTimeout time.Duration
+	observer     Observer
+	log          *slog.Logger
 }
 
 func newPool(d poolDeps, name string) *pool {
@@ -125,7 +132,7 @@ func (p *pool) stoppedLocked() bool { return p.paused || p.size == 0 }
 func (p *pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stoppedLocked() || len(p.ending) >= p.maxEnding {
+	if p.stoppedLocked() || len(p.ending) >= p.maxEnding || (p.mayClaim != nil && !p.mayClaim()) {
 		return 0
 	}
 	ahead := 0
@@ -201,10 +208,9 @@ func (p *pool) produce(ctx, execCtx context.Context) {
 	for ctx.Err() == nil {
 		wait := p.poll
 		if free := p.free(); free > 0 {
-			began := time.Now()
+			began := time.Now() // before the request: the leases end no earlier than began + lease
 			limit := min(free, queue.MaxClaimLimit)
-			tasks, err := p.store.Claim(ctx, queue.ClaimParams{Queue: p.name, Owner: p.nodeID + "/" + p.name,
-				Limit: limit, LeaseDuration: p.lease})
+			tasks, err := p.claim(ctx, limit)
 			p.observer.Claimed(p.name, len(tasks), time.Since(began), err)
 			p.mu.Lock()
 			p.backlog = err == nil && len(tasks) == limit
@@ -219,7 +225,7 @@ func (p *pool) produce(ctx, execCtx context.Context) {
 			} else {
 				backoff = 0
 				for _, t := range tasks {
-					p.start(execCtx, t)
+					p.start(execCtx, t, began)
 				}
 				if len(tasks) == limit {
 					continue // there may be more; the next claim finds out when slots free
@@ -243,6 +249,17 @@ func (p *pool) produce(ctx, execCtx context.Context) {
 	p.execs.Wait()
 }
 
+// claim asks the store for up to limit tasks, within claimTimeout.
+func (p *pool) claim(ctx context.Context, limit int) ([]*queue.Task, error) {
+	if p.claimTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.claimTimeout)
+		defer cancel()
+	}
+	return p.store.Claim(ctx, queue.ClaimParams{Queue: p.name, Owner: p.nodeID + "/" + p.name,
+		Limit: limit, LeaseDuration: p.lease})
+}
+
 // written forgets ends the finisher wrote (or gave up), and wakes the
 // producer: a full ending set may have held claims back, and a stopping pool
 // waits for its last end.
@@ -263,10 +280,11 @@ func (p *pool) outstanding() int {
 }
 
 // start queues one claimed task for a slot, and runs it in its own goroutine
-// once it has one.
-func (p *pool) start(execCtx context.Context, t *queue.Task) {
+// once it has one; claimed is when the claim was sent, the lease's first
+// renewal for the fence.
+func (p *pool) start(execCtx context.Context, t *queue.Task, claimed time.Time) {
 	ctx, cancel := context.WithCancelCause(execCtx)
-	e := &execution{task: t, slot: -1, granted: make(chan struct{}), cancel: cancel}
+	e := &execution{task: t, slot: -1, granted: make(chan struct{}), cancel: cancel, renewed: claimed}
 	p.mu.Lock()
 	p.running[t.ID] = e
 	p.queued = append(p.queued, e)
@@ -364,6 +382,29 @@ func (p *pool) executions() []*execution {
 		}
 	}
 	return out
+}
+
+// held returns the executions claimed here and not ended: bodies running and
+// tasks claimed ahead.
+func (p *pool) held() []*execution {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*execution, 0, len(p.running))
+	for _, e := range p.running {
+		out = append(out, e)
+	}
+	return out
+}
+
+// renewed records that the store renewed leases in a heartbeat sent at sent.
+func (p *pool) renewed(leases map[queue.Lease]bool, sent time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.running {
+		if leases[e.task.Lease()] {
+			e.renew(sent)
+		}
+	}
 }
 
 // leases returns every lease the pool holds: running bodies, tasks claimed

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"readpast/internal/queue"
 )
@@ -105,6 +106,24 @@ func (s *poolSet) cancel(id int64, cause error) bool {
 		}
 	}
 	return false
+}
+
+// renewed records that the store renewed leases, less those it reported
+// lost, in a heartbeat the node sent at sent.
+func (s *poolSet) renewed(leases []queue.Lease, lost []int64, sent time.Time) {
+	gone := make(map[int64]bool, len(lost))
+	for _, id := range lost {
+		gone[id] = true
+	}
+	held := make(map[queue.Lease]bool, len(leases))
+	for _, l := range leases {
+		if !gone[l.TaskID] {
+			held[l] = true
+		}
+	}
+	for _, p := range s.list() {
+		p.renewed(held, sent)
+	}
 }
 
 // stop stops the tasks among ids that run on this node, with cause.

@@ -86,7 +86,34 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 const endSQL = `SELECT out_ord, out_state, out_retry_at
 	FROM readpast_end_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
-// end runs endAttempts as a store write (Store.write).
+// releaseUncountedSQL is a release of which some attempts a fault stopped:
+// readpast_end_attempts and the give-back of those attempts, in one call.
+const releaseUncountedSQL = `SELECT out_ord, out_state, out_retry_at
+	FROM readpast_release_uncounted($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+// releaseUncountedArgs binds readpast_release_uncounted: which attempts are
+// given back, then endArgs' arrays without the mode's two flags.
+func releaseUncountedArgs(attempts []queue.Attempt, endArgs []any) []any {
+	given := make([]bool, len(attempts))
+	for i, a := range attempts {
+		given[i] = a.Uncounted
+	}
+	return append([]any{given}, endArgs[2:]...)
+}
+
+func anyUncounted(attempts []queue.Attempt) bool {
+	for _, a := range attempts {
+		if a.Uncounted {
+			return true
+		}
+	}
+	return false
+}
+
+// end runs endAttempts as a store write (Store.write): one statement, which
+// never waits for the node in the middle of its transaction. A release of
+// attempts a fault stopped (queue.Attempt.Uncounted) also gives them back to
+// their tasks' budgets in that statement (readpast_release_uncounted).
 func (s *Store) end(ctx context.Context, mode endMode, attempts []queue.Attempt) ([]queue.FinishResult, error) {
 	var out []queue.FinishResult
 	err := s.write(ctx, func(ctx context.Context, c conn) error {
@@ -107,7 +134,11 @@ func endAttempts(ctx context.Context, q querier, mode endMode, attempts []queue.
 	}
 	out := make([]queue.FinishResult, len(attempts))
 	ended := make([]bool, len(attempts))
-	rows, err := q.Query(ctx, endSQL, endArgs(mode, attempts)...)
+	query, args := endSQL, endArgs(mode, attempts)
+	if mode == modeRelease && anyUncounted(attempts) {
+		query, args = releaseUncountedSQL, releaseUncountedArgs(attempts, args)
+	}
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

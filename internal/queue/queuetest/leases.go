@@ -94,6 +94,31 @@ var leaseTests = map[string]func(*testing.T, Harness){
 		require.Len(t, recs, 1)
 		require.Equal(t, queue.OutcomeCancelled, recs[0].Outcome)
 	},
+	// An attempt a fault of the database stopped (the session lost, the
+	// server restarted, the node fenced) is released Uncounted: it goes back
+	// to the task's budget, so max_attempts counts the body's own tries
+	// (issue 25). Two faults and a body error on a task of two attempts: the
+	// error is its first, and it retries.
+	"release_of_a_fault_gives_the_attempt_back": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		id := b.enqueue(t, queue.NewTask{Body: "SELECT 1", MaxAttempts: 2})[0]
+		for range 2 {
+			got := b.claim(t, queue.DefaultQueue, 1)
+			a := attempt(got[0], queue.OutcomeFailed, "the connection to the database was lost")
+			a.Uncounted = true
+			res, err := b.s.Release(b.ctx, []queue.Attempt{a})
+			require.NoError(t, err)
+			require.NoError(t, res[0].Err)
+			require.Equal(t, queue.StatePending, res[0].State)
+		}
+		got := b.claim(t, queue.DefaultQueue, 1)
+		res, err := b.s.Finish(b.ctx, []queue.Attempt{attempt(got[0], queue.OutcomeFailed, "division by zero")})
+		require.NoError(t, err)
+		require.Equal(t, queue.StatePending, res[0].State, "the body's first error retries: the faults used none of its two attempts")
+		recs, err := b.s.TaskAttempts(b.ctx, id)
+		require.NoError(t, err)
+		require.Len(t, recs, 3, "every attempt is logged, the faults too")
+	},
 	// A node heartbeats every lease it holds while its finisher ends some of
 	// them: both touch the same rows at once, in their own orders, and neither
 	// may fail (deadlock) or lose a lease it still holds.

@@ -74,12 +74,14 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 	}
 	delayed := next == queue.StatePending && retryIn > 0 // a back-off: out of the claim's way until due
 	lastErr := nullString(a.Error)
+	givenBack := boolInt(release && a.Uncounted) // a fault's attempt goes back to the budget (Attempt.Uncounted)
 	_, err = tx.Exec(`UPDATE readpast_tasks
 		SET state = ?, available_at = COALESCE(?, available_at), delayed = ?, finished_at = ?,
 		    last_error = CASE WHEN ? THEN NULL ELSE COALESCE(?, last_error) END,
-		    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0
+		    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, cancel_requested = 0,
+		    retry_base = retry_base + ?
 		WHERE id = ?`, next, available, boolInt(delayed), finished,
-		boolInt(next == queue.StateSucceeded), lastErr, a.TaskID) // a success clears an earlier attempt's error
+		boolInt(next == queue.StateSucceeded), lastErr, givenBack, a.TaskID) // a success clears an earlier attempt's error
 	if err != nil {
 		return res, fmt.Errorf("updating task %d: %w", a.TaskID, err)
 	}

@@ -173,6 +173,7 @@ func finishArgs(a queue.Attempt, mode finishMode, backoffs [12]int32) []any {
 		sql.Named("rows", a.RowsAffected),
 		sql.Named("messages", nullMaxText(a.Messages)),
 		sql.Named("release", bit(mode == modeRelease)),
+		sql.Named("uncounted", bit(a.Uncounted)),
 		sql.Named("reclaim", bit(mode == modeReclaim)),
 	}
 	for i, ms := range backoffs {

@@ -110,6 +110,9 @@ BEGIN
         lease_token      = NULL,
         lease_expires_at = NULL,
         cancel_requested = 0,
+        -- A release of an attempt a fault stopped gives it back to the
+        -- budget (queue.Attempt.Uncounted).
+        retry_base       = retry_base + CASE WHEN @release = 1 AND @uncounted = 1 THEN 1 ELSE 0 END,
         finished_at      = CASE WHEN @state = 'pending' THEN NULL ELSE @now END,
         finished_by      = CASE WHEN @state = 'pending' THEN NULL ELSE lease_owner END,
         -- A success clears an earlier attempt's error (the log keeps it).
@@ -163,7 +166,7 @@ SELECT @lost AS lost, @state AS state, @available AS available_at;
 
 var finishParams = []string{
 	"id", "token", "outcome", "error", "node", "worker", "session", "started", "finished",
-	"rows", "messages", "release", "reclaim",
+	"rows", "messages", "release", "reclaim", "uncounted",
 	"b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12",
 }
 

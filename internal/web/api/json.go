@@ -20,11 +20,16 @@ func WriteJSON(c echo.Context, status int, v any) error {
 }
 
 // requestLimit is the largest JSON request body accepted.
-func (h *Handler) requestLimit() int64 {
-	if h.d.MaxRequestBytes > 0 {
-		return h.d.MaxRequestBytes
+func (h *Handler) requestLimit() int64 { return RequestLimit(h.d.MaxBodyBytes, h.d.MaxRequestBytes) }
+
+// RequestLimit is the largest request body accepted, JSON or form: maxRequest
+// when set, else max(8 MiB, 2 × the task body limit + 1 MiB), room for a body
+// of the limit with every character escaped.
+func RequestLimit(maxBody int, maxRequest int64) int64 {
+	if maxRequest > 0 {
+		return maxRequest
 	}
-	body := int64(h.d.MaxBodyBytes)
+	body := int64(maxBody)
 	if body <= 0 {
 		body = queue.DefaultMaxBodyBytes
 	}

@@ -12,11 +12,11 @@ import (
 type scheduleIn struct {
 	Name           string   `json:"name"`
 	Cron           string   `json:"cron"`
-	TimeZone       string   `json:"time_zone"`
-	Queue          string   `json:"queue"`
+	TimeZone       *string  `json:"time_zone"`
+	Queue          *string  `json:"queue"`
 	Body           string   `json:"body"`
 	Priority       *int     `json:"priority"`
-	Group          string   `json:"group"`
+	Group          *string  `json:"group"`
 	MaxAttempts    *int     `json:"max_attempts"` // nil: the default; 0 is refused
 	TimeoutSeconds *float64 `json:"timeout_seconds"`
 	Transactional  bool     `json:"transactional"`
@@ -28,16 +28,25 @@ type scheduleIn struct {
 // def converts the input; the schedule package checks the rest and names the
 // field.
 func (in scheduleIn) def() (queue.ScheduleDef, error) {
-	d := queue.ScheduleDef{Name: in.Name, Cron: in.Cron, TimeZone: in.TimeZone, Paused: in.Paused,
+	d := queue.ScheduleDef{Name: in.Name, Cron: in.Cron, Paused: in.Paused,
 		Overlap: queue.Overlap(in.Overlap), Misfire: queue.Misfire(in.Misfire),
-		Task: queue.ScheduleTask{Queue: in.Queue, Body: in.Body, Priority: in.Priority, Group: in.Group, Transactional: in.Transactional}}
+		Task: queue.ScheduleTask{Body: in.Body, Priority: in.Priority, Transactional: in.Transactional}}
+	var err error
+	if d.TimeZone, err = given("", "time_zone", in.TimeZone, "leave it out for UTC"); err != nil {
+		return d, err
+	}
+	if d.Task.Queue, err = given("", "queue", in.Queue, "leave it out for the queue "+queue.DefaultQueue); err != nil {
+		return d, err
+	}
+	if d.Task.Group, err = given("", "group", in.Group, "leave it out for no group"); err != nil {
+		return d, err
+	}
 	if m := in.MaxAttempts; m != nil {
 		if err := queue.CheckMaxAttempts(*m); err != nil {
 			return d, err
 		}
 		d.Task.MaxAttempts = *m
 	}
-	var err error
 	d.Task.Timeout, err = timeoutOf("", in.TimeoutSeconds)
 	return d, err
 }
@@ -75,6 +84,15 @@ func (in schedulePatch) update() (queue.ScheduleUpdate, error) {
 	}
 	if in.Name.Set {
 		return u, &queue.ValidationError{Field: "name", Reason: "cannot be changed: a schedule's name is its key; create a schedule with the new name and delete this one"}
+	}
+	for _, f := range []struct {
+		name      string
+		o         optional[string]
+		nullMeans string
+	}{{"time_zone", in.TimeZone, "UTC"}, {"queue", in.Queue, "the queue " + queue.DefaultQueue}, {"group", in.Group, "no group"}} {
+		if err := givenOrNull(f.name, f.o, f.nullMeans); err != nil {
+			return u, err
+		}
 	}
 	u.Cron, u.TimeZone, u.Queue, u.Body, u.Group = in.Cron.ptr(), in.TimeZone.ptr(), in.Queue.ptr(), in.Body.ptr(), in.Group.ptr()
 	u.Transactional, u.Paused = in.Transactional.ptr(), in.Paused.ptr()

@@ -18,18 +18,18 @@ const (
 // taskIn is one task to enqueue, as the API takes it.
 type taskIn struct {
 	Body              string   `json:"body"`
-	Queue             string   `json:"queue"`
+	Queue             *string  `json:"queue"`
 	Priority          *int     `json:"priority"`
 	DelaySeconds      *float64 `json:"delay_seconds"`
 	AvailableAt       *string  `json:"available_at"`
-	Group             string   `json:"group"`
-	Chain             string   `json:"chain"`
+	Group             *string  `json:"group"`
+	Chain             *string  `json:"chain"`
 	Stage             *int     `json:"stage"`
 	MaxAttempts       *int     `json:"max_attempts"` // nil: the default; 0 is refused
 	TimeoutSeconds    *float64 `json:"timeout_seconds"`
 	Transactional     bool     `json:"transactional"`
 	ContinueOnFailure bool     `json:"continue_on_failure"`
-	UniqueKey         string   `json:"unique_key"`
+	UniqueKey         *string  `json:"unique_key"`
 }
 
 // newTask converts and validates the input; prefix goes before field names in
@@ -38,8 +38,24 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 	bad := func(field, format string, args ...any) (queue.NewTask, error) {
 		return queue.NewTask{}, &queue.ValidationError{Field: prefix + field, Reason: fmt.Sprintf(format, args...)}
 	}
-	t := queue.NewTask{Queue: in.Queue, Body: in.Body, Priority: in.Priority, Group: in.Group, Chain: in.Chain,
-		Transactional: in.Transactional, ContinueOnFailure: in.ContinueOnFailure, UniqueKey: in.UniqueKey}
+	t := queue.NewTask{Body: in.Body, Priority: in.Priority, Transactional: in.Transactional, ContinueOnFailure: in.ContinueOnFailure}
+	for _, f := range []struct {
+		name     string
+		v        *string
+		to       *string
+		leaveOut string
+	}{
+		{"queue", in.Queue, &t.Queue, "leave it out for the queue " + queue.DefaultQueue},
+		{"group", in.Group, &t.Group, "leave it out for no group"},
+		{"chain", in.Chain, &t.Chain, "leave it out for no chain"},
+		{"unique_key", in.UniqueKey, &t.UniqueKey, "leave it out for no unique key (a key is 1 to 128 bytes)"},
+	} {
+		v, err := given(prefix, f.name, f.v, f.leaveOut)
+		if err != nil {
+			return queue.NewTask{}, err
+		}
+		*f.to = v
+	}
 	if in.Stage != nil {
 		t.Stage = *in.Stage
 	}

@@ -90,13 +90,13 @@ func (h *Handler) createBatch(c echo.Context) error {
 	for i, ti := range in.Tasks {
 		prefix := fmt.Sprintf("tasks[%d].", i)
 		if in.Chain != nil {
-			if ti.Chain != "" && ti.Chain != *in.Chain {
-				return &queue.ValidationError{Field: prefix + "chain", Reason: fmt.Sprintf("is %q but the batch is chain %q: leave it out", ti.Chain, *in.Chain)}
+			if ti.Chain != nil && *ti.Chain != *in.Chain {
+				return &queue.ValidationError{Field: prefix + "chain", Reason: fmt.Sprintf("is %q but the batch is chain %q: leave it out", *ti.Chain, *in.Chain)}
 			}
 			if ti.ContinueOnFailure && !in.ContinueOnFailure {
 				return &queue.ValidationError{Field: prefix + "continue_on_failure", Reason: "is set on one task: set it on the batch"}
 			}
-			ti.Chain, ti.ContinueOnFailure = *in.Chain, in.ContinueOnFailure
+			ti.Chain, ti.ContinueOnFailure = in.Chain, in.ContinueOnFailure
 			if ti.Stage == nil {
 				stage := i * 10
 				ti.Stage = &stage

@@ -42,7 +42,10 @@ func (u *Pages) renderEnqueue(c echo.Context, status int, v templates.Enqueue) e
 // this node's workers and shows the task (or the chain); a refused field is
 // shown again with its message next to it.
 func (u *Pages) enqueue(c echo.Context) error {
-	form := readTaskForm(c)
+	form, err := readTaskForm(c)
+	if err != nil {
+		return err
+	}
 	script := c.FormValue("mode") == "script"
 	v := templates.Enqueue{Script: script, Task: form}
 	base, errs := parseTaskForm(form, script)
@@ -85,17 +88,18 @@ func (u *Pages) enqueue(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, taskURL(ids[0]))
 }
 
-// readTaskForm reads the posted fields as typed.
-func readTaskForm(c echo.Context) templates.TaskForm {
+// readTaskForm reads the posted fields as typed; a checkbox's value that no
+// checkbox sends is refused (formBool).
+func readTaskForm(c echo.Context) (templates.TaskForm, error) {
 	v := func(name string) string { return strings.TrimSpace(c.FormValue(name)) }
-	return templates.TaskForm{
+	f := templates.TaskForm{
 		Queue: v("queue"), Body: strings.ReplaceAll(c.FormValue("body"), "\r\n", "\n"),
 		Priority: v("priority"), Delay: v("delay"), AvailableAt: v("available_at"),
 		Group: v("group"), Chain: v("chain"), Stage: v("stage"),
 		MaxAttempts: v("max_attempts"), TimeoutSeconds: v("timeout_seconds"),
-		Transactional: c.FormValue("transactional") == "true", ContinueOnFailure: c.FormValue("continue_on_failure") == "true",
 		UniqueKey: v("unique_key"),
 	}
+	return f, formBools(c, checkbox{"transactional", &f.Transactional}, checkbox{"continue_on_failure", &f.ContinueOnFailure})
 }
 
 // parseTaskForm turns the form into a task; errs names the fields that do not parse.

@@ -61,7 +61,10 @@ func (u *Pages) renderScheduleForm(c echo.Context, status int, v templates.Sched
 // createSchedule takes the new schedule form: Preview shows it again with
 // its next fire times; Create stores it (ops.CreateSchedule).
 func (u *Pages) createSchedule(c echo.Context) error {
-	form := readScheduleForm(c)
+	form, err := readScheduleForm(c)
+	if err != nil {
+		return err
+	}
 	form.Name = strings.TrimSpace(c.FormValue("name"))
 	v := templates.ScheduleEdit{Action: "/schedules/new", Form: form}
 	return u.submitSchedule(c, v, func(d queue.ScheduleDef) error {
@@ -81,7 +84,10 @@ func (u *Pages) updateSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	form := readScheduleForm(c)
+	form, err := readScheduleForm(c)
+	if err != nil {
+		return err
+	}
 	form.Name = name
 	v := templates.ScheduleEdit{Edit: true, Action: scheduleURL(name) + "/edit", Form: form}
 	return u.submitSchedule(c, v, func(d queue.ScheduleDef) error {
@@ -131,15 +137,16 @@ func scheduleRefusal(err error, name string) (map[string]string, error) {
 	return nil, err
 }
 
-// readScheduleForm reads the posted fields as typed (the name aside).
-func readScheduleForm(c echo.Context) templates.ScheduleForm {
+// readScheduleForm reads the posted fields as typed (the name aside); a
+// checkbox's value that no checkbox sends is refused (formBool).
+func readScheduleForm(c echo.Context) (templates.ScheduleForm, error) {
 	v := func(name string) string { return strings.TrimSpace(c.FormValue(name)) }
-	return templates.ScheduleForm{
+	f := templates.ScheduleForm{
 		Cron: v("cron"), TimeZone: v("time_zone"), Queue: v("queue"), Body: strings.ReplaceAll(c.FormValue("body"), "\r\n", "\n"),
 		Priority: v("priority"), Group: v("group"), MaxAttempts: v("max_attempts"), TimeoutSeconds: v("timeout_seconds"),
-		Transactional: c.FormValue("transactional") == "true", Paused: c.FormValue("paused") == "true",
 		Overlap: v("overlap"), Misfire: v("misfire"),
 	}
+	return f, formBools(c, checkbox{"transactional", &f.Transactional}, checkbox{"paused", &f.Paused})
 }
 
 // parseScheduleForm turns the form into a definition. The task template's

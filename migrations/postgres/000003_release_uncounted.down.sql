@@ -1,0 +1,1 @@
+DROP FUNCTION readpast_release_uncounted;
