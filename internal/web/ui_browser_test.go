@@ -89,9 +89,18 @@ func liveOn(tab context.Context) bool {
 }
 
 // submit clicks a form's button and waits for the page the redirect leads to.
+// A live update may replace the button's row between the moment chromedp finds
+// the button and its click (CI, under load: "Could not find node with given
+// id"); the click is then made again on the new row, which nothing submitted.
 func submit(t *testing.T, tab context.Context, button string) string {
 	t.Helper()
-	_, err := chromedp.RunResponse(tab, chromedp.Click(chromedp.CSS(button)))
+	var err error
+	for try := 0; try < 5; try++ {
+		if _, err = chromedp.RunResponse(tab, chromedp.Click(chromedp.CSS(button))); err == nil ||
+			!strings.Contains(err.Error(), "Could not find node with given id") {
+			break
+		}
+	}
 	require.NoError(t, err, "submitting with %s", button)
 	loc, err := chromedp.Run(tab, chromedp.Location())
 	require.NoError(t, err)
