@@ -170,6 +170,9 @@ type AttemptRow struct {
 	Rows     string
 	Error    string
 	Messages string
+	// InProgress: the attempt is running now (read from the task, as the
+	// execution log has a row only once an attempt ends).
+	InProgress bool
 }
 
 // LogFilter is the log page's filter bar.

@@ -3,9 +3,11 @@ package ui
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/workers"
 	"readpast/web/templates"
 )
 
@@ -80,6 +82,26 @@ func attemptRow(a queue.AttemptRecord, now time.Time) templates.AttemptRow {
 	}
 	if a.RowsAffected < 0 {
 		r.Rows = ""
+	}
+	return r
+}
+
+// runningAttemptRow is the attempt a running task is at now. The execution log
+// writes an attempt's row when it ends, so the task page would otherwise say
+// "No attempts yet" under a task that has run for an hour. The node is the
+// lease owner's (node/queue); the worker is known only when it runs here.
+func runningAttemptRow(t *queue.Task, busy []workers.WorkerInfo, now time.Time) templates.AttemptRow {
+	r := templates.AttemptRow{TaskID: t.ID, TaskURL: taskURL(t.ID), Attempt: t.Attempts, Queue: t.Queue,
+		Node: strings.TrimSuffix(t.LeaseOwner, "/"+t.Queue), Worker: "—", Session: t.SessionID,
+		Started: showTime(t.StartedAt, now), Duration: runningFor(t.StartedAt, now),
+		Outcome: string(queue.StateRunning), InProgress: true}
+	for _, b := range busy {
+		if b.TaskID == t.ID {
+			r.Worker = b.Worker
+			if r.Session == "" {
+				r.Session = b.SessionID
+			}
+		}
 	}
 	return r
 }
