@@ -121,22 +121,24 @@ type Tasks struct {
 
 // TaskRow is one task in a table.
 type TaskRow struct {
-	ID       int64
-	URL      string
-	Queue    string
-	State    string
-	Waiting  string // why a pending task is not claimable, in brief
-	Priority int
-	Attempts string
-	Group    string
-	Chain    string // "chain:stage" or ""
-	Created  Time
-	Started  Time
-	Finished Time
-	Duration string
-	Body     string // first line, shortened
-	Error    string // last error, shortened
-	Actions  []Action
+	ID      int64
+	URL     string
+	Queue   string
+	State   string
+	Waiting string // why a pending task is not claimable, in brief
+	// WaitingAt, when set, is the date Waiting ends ("until" it).
+	WaitingAt Time
+	Priority  int
+	Attempts  string
+	Group     string
+	Chain     string // "chain:stage" or ""
+	Created   Time
+	Started   Time
+	Finished  Time
+	Duration  string
+	Body      string // first line, shortened
+	Error     string // last error, shortened
+	Actions   []Action
 }
 
 // TaskDetail is one task's page.
