@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -59,4 +60,30 @@ func (e *uiEnv) queueNamed(name string) queue.Queue {
 	}
 	e.t.Fatalf("no queue %s", name)
 	return queue.Queue{}
+}
+
+// The schedules page shows a schedule's task body readably: the first line
+// whole (wrapped, not cut to a few characters), the rest on hover.
+func TestBrowserSchedulesShowBody(t *testing.T) {
+	t.Parallel()
+	tab, _ := newBrowser(t)
+	e := newUIEnv(t, uiOpts{dialect: browserDialect})
+	const body = "EXEC dbo.rebuild_indexes @fill_factor = 90, @online = 1, @max_dop = 4"
+	_, err := e.store.CreateSchedule(e.ctx, queue.ScheduleDef{Name: "nightly", Cron: "0 1 * * *", TimeZone: "Europe/Paris",
+		Task: queue.ScheduleTask{Queue: "maintenance", Body: body + "\nEXEC dbo.update_stats"}}, "test")
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(tab, chromedp.EmulateViewport(1280, 720), chromedp.Navigate(e.srv.URL+"/schedules")))
+	code := "#schedule-nightly td.body code"
+	require.Contains(t, textOf(tab, code), body, "the first line is all there")
+	cut, err := chromedp.Run(tab, chromedp.Evaluate[bool](fmt.Sprintf(
+		`(function(){var e=document.querySelector(%q);return e.scrollWidth > e.clientWidth + 1})()`, code)))
+	require.NoError(t, err)
+	require.False(t, cut, "the body is not cut off by its cell")
+	shown, err := chromedp.Run(tab, chromedp.Evaluate[float64](fmt.Sprintf(
+		`document.querySelector(%q).getBoundingClientRect().width`, code)))
+	require.NoError(t, err)
+	require.Greater(t, shown, 150.0, "the body's cell is wide enough to read")
+	title, err := chromedp.Run(tab, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).title`, code)))
+	require.NoError(t, err)
+	require.Contains(t, title, "EXEC dbo.update_stats", "the whole body is on hover")
 }
