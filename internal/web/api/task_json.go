@@ -10,9 +10,8 @@ import (
 
 // Bounds of the API's duration fields (docs/API.md).
 const (
-	maxDelaySeconds   = 10 * 366 * 24 * 3600 // ten years; use available_at beyond
-	maxTimeoutSeconds = 30 * 24 * 3600       // thirty days
-	maxBatchTasks     = 1000
+	maxDelaySeconds = 10 * 366 * 24 * 3600 // ten years; use available_at beyond
+	maxBatchTasks   = 1000
 )
 
 // taskIn is one task to enqueue, as the API takes it.
@@ -73,15 +72,13 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 	return n, prefixed(prefix, err)
 }
 
-// timeoutOf reads a timeout_seconds field: nil and 0 are no limit.
+// timeoutOf reads a timeout_seconds field: nil and 0 are no limit; the rule
+// is queue.TimeoutSeconds, which the forms share.
 func timeoutOf(prefix string, s *float64) (time.Duration, error) {
-	switch {
-	case s == nil:
+	if s == nil {
 		return 0, nil
-	case *s < 0 || *s > maxTimeoutSeconds:
-		return 0, &queue.ValidationError{Field: prefix + "timeout_seconds", Reason: fmt.Sprintf("is %g: use 0 (no limit) to %d", *s, maxTimeoutSeconds)}
 	}
-	return time.Duration(*s * float64(time.Second)), nil
+	return queue.TimeoutSeconds(prefix+"timeout_seconds", *s)
 }
 
 // timeoutSeconds is a timeout as the API shows it: null for no limit.
