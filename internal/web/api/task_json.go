@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"readpast/internal/logs"
@@ -53,7 +54,7 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 	}
 	if d := in.DelaySeconds; d != nil {
 		if *d < 0 || *d > maxDelaySeconds {
-			return bad("delay_seconds", "is %g: use 0 to %d (or available_at)", *d, maxDelaySeconds)
+			return bad("delay_seconds", "is %s seconds: use 0 to %d (ten years), or give available_at", strconv.FormatFloat(*d, 'f', -1, 64), maxDelaySeconds)
 		}
 		t.Delay = time.Duration(*d * float64(time.Second))
 	}
