@@ -9,6 +9,7 @@ type Page struct {
 	Nav        string // the active section: overview, tasks, schedules, logs, nodes, enqueue
 	CSSURL     string
 	JSURL      string
+	TimeJSURL  string // the UTC/local toggle's script, on every page
 	CSRFField  string // the form field name of the CSRF token
 	CSRF       string // the token to put in every form
 	CanOperate bool   // the operator role: forms that change things are shown
@@ -182,6 +183,8 @@ type LogFilter struct {
 	Queue    string
 	Outcome  string
 	Task     string
+	Since    string // datetime-local value, UTC
+	Until    string
 	Outcomes []string
 	Queues   []string
 }

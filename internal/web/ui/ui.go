@@ -102,7 +102,7 @@ func (u *Pages) CloseLive(ctx context.Context) error { return u.hub.shutdown(ctx
 func (u *Pages) page(c echo.Context, nav, title string, live templates.Live, qs []queue.Queue) templates.Page {
 	p := templates.Page{
 		Title: title, Nav: nav, Live: live,
-		CSSURL: static.URL("app.css"), JSURL: static.URL("live.js"),
+		CSSURL: static.URL("app.css"), JSURL: static.URL("live.js"), TimeJSURL: static.URL("time.js"),
 		CSRFField: auth.CSRFField, CSRF: u.guard.CSRFToken(c),
 		CanOperate: auth.Can(c, auth.Operator), User: auth.Actor(c),
 		Version: u.version, Flash: u.takeFlash(c),
@@ -181,7 +181,7 @@ func (u *Pages) redirectBack(c echo.Context, fallback, msg string) error {
 
 // ErrorPage renders an error as the dashboard's HTML error page.
 func (u *Pages) ErrorPage(c echo.Context, status int, msg string) error {
-	p := templates.Page{Title: http.StatusText(status), CSSURL: static.URL("app.css"), JSURL: static.URL("live.js"),
+	p := templates.Page{Title: http.StatusText(status), CSSURL: static.URL("app.css"), JSURL: static.URL("live.js"), TimeJSURL: static.URL("time.js"),
 		Version: u.version, User: auth.Actor(c)}
 	return render(c, status, templates.ErrorPage(p, status, msg))
 }
