@@ -19,6 +19,7 @@ type Store interface {
 	NodeStore
 	LogStore
 	ScheduleStore
+	AuditStore
 	Listener
 	Holder
 }

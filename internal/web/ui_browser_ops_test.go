@@ -87,3 +87,28 @@ func TestBrowserSchedulesShowBody(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, title, "EXEC dbo.update_stats", "the whole body is on hover")
 }
+
+// The audit page in a browser: a pause made with the overview's button is
+// the newest row (who, what, which queue, when), reached from the
+// navigation; its object link opens the queue's tasks.
+func TestBrowserAuditPage(t *testing.T) {
+	t.Parallel()
+	tab, _ := newBrowser(t)
+	e := newUIEnv(t, uiOpts{dialect: browserDialect})
+	e.enqueue(queue.NewTask{Queue: "nightly", Body: "SELECT 1", Delay: time.Hour})
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/")))
+	submit(t, tab, "#queue-nightly form.toggle button")
+
+	loc := submit(t, tab, `header nav a[href="/audit"]`)
+	require.Equal(t, e.srv.URL+"/audit", loc)
+	row := "table.audit tbody tr:first-child"
+	require.Equal(t, "local", textOf(tab, row+" td:nth-child(2)"), "who")
+	require.Equal(t, "update_queue", textOf(tab, row+" td:nth-child(3)"), "what")
+	require.Equal(t, "queue nightly", textOf(tab, row+" td:nth-child(4)"), "which object")
+	require.Contains(t, textOf(tab, row+" td:nth-child(5)"), "paused=true", "what changed")
+	require.NotEmpty(t, textOf(tab, row+" td:nth-child(1) time"), "when")
+	shoot(t, tab, screenshots(t), "audit")
+
+	loc = submit(t, tab, row+" td:nth-child(4) a")
+	require.Equal(t, e.srv.URL+"/tasks?queue=nightly", loc, "the object's link opens its tasks")
+}

@@ -57,6 +57,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"logs", logTests},
 		{"rollups", rollupTests},
 		{"schedules", scheduleTests},
+		{"audit", auditTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -95,6 +95,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{purgeAttemptsBatch, purge},
 		{purgeTasksBatch, purge},
 		{queueSettingsQuery, nil},
+		{auditQuery, auditArgs(10, 100)},
 	}...)
 }
 

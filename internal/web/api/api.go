@@ -66,6 +66,7 @@ func (h *Handler) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	g.GET("/groups", h.listGroups, auth.NoStore, view)
 	g.PUT("/groups/:name", h.setGroup, auth.NoStore, operate)
 	g.GET("/nodes", h.listNodes, auth.NoStore, view)
+	g.GET("/audit", h.listAudit, auth.NoStore, view)
 	g.GET("/schedules", h.listSchedules, auth.NoStore, view)
 	g.POST("/schedules", h.createSchedule, auth.NoStore, operate)
 	g.GET("/schedules/:name", h.getSchedule, auth.NoStore, view)

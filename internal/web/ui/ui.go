@@ -78,6 +78,8 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.GET("/logs", u.logs, view)
 	e.GET("/logs/export", u.exportLogs, view)
 	e.GET("/nodes", u.nodes, view)
+	e.GET("/audit", u.audit, view)
+	e.GET("/audit/export", u.exportAudit, view)
 	e.GET("/schedules", u.schedules, view)
 	e.GET("/schedules/new", u.newScheduleForm, operate)
 	e.POST("/schedules/new", u.createSchedule, operate)
