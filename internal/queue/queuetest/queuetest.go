@@ -58,6 +58,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"rollups", rollupTests},
 		{"schedules", scheduleTests},
 		{"audit", auditTests},
+		{"manage", manageTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -96,6 +96,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{purgeTasksBatch, purge},
 		{queueSettingsQuery, nil},
 		{auditQuery, auditArgs(10, 100)},
+		{deleteQueueBatch, deleteQueueArgs("q", "ann")},
 	}...)
 }
 
