@@ -112,3 +112,27 @@ func TestBrowserAuditPage(t *testing.T) {
 	loc = submit(t, tab, row+" td:nth-child(4) a")
 	require.Equal(t, e.srv.URL+"/tasks?queue=nightly", loc, "the object's link opens its tasks")
 }
+
+// The groups page in a browser: the operator sets a group's limit in its
+// row, and the page comes back with the new limit and who set it.
+func TestBrowserGroupsPage(t *testing.T) {
+	t.Parallel()
+	tab, _ := newBrowser(t)
+	e := newUIEnv(t, uiOpts{dialect: browserDialect})
+	e.enqueue(queue.NewTask{Body: "SELECT 1", Group: "nightly", Delay: time.Hour},
+		queue.NewTask{Body: "SELECT 1", Group: "nightly", Delay: time.Hour})
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/")))
+	loc := submit(t, tab, `header nav a[href="/groups"]`)
+	require.Equal(t, e.srv.URL+"/groups", loc)
+	row := "#group-nightly"
+	require.Equal(t, "2", textOf(tab, row+" td:nth-child(4)"), "two pending")
+	require.NoError(t, chromedp.Do(tab, chromedp.SetValue(chromedp.CSS(row+` input[name="max_running"]`), "5")))
+	loc = submit(t, tab, row+" form.limit button")
+	require.Equal(t, e.srv.URL+"/groups", loc)
+	require.Contains(t, textOf(tab, ".flash"), "Group nightly: at most 5 running at once.")
+	val, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector('#group-nightly input[name="max_running"]').value`))
+	require.NoError(t, err)
+	require.Equal(t, "5", val)
+	require.Equal(t, "local", textOf(tab, row+" td:nth-child(5)"), "who changed it")
+	shoot(t, tab, screenshots(t), "groups")
+}

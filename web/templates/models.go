@@ -97,6 +97,8 @@ type QueueRow struct {
 	Spark       Sparkline
 	Errors      map[string]string // a refused change, by field
 	ControlsURL string
+	// DeleteURL is set for a queue that holds no task: it can be deleted.
+	DeleteURL string
 }
 
 // TaskFilter is the tasks page's filter bar.

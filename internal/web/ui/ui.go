@@ -78,6 +78,8 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.GET("/logs", u.logs, view)
 	e.GET("/logs/export", u.exportLogs, view)
 	e.GET("/nodes", u.nodes, view)
+	e.GET("/groups", u.groups, view)
+	e.POST("/groups/:name", u.updateGroup, operate)
 	e.GET("/audit", u.audit, view)
 	e.GET("/audit/export", u.exportAudit, view)
 	e.GET("/schedules", u.schedules, view)
@@ -92,6 +94,7 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.POST("/schedules/:name/delete", u.deleteSchedule, operate)
 	e.POST("/queues", u.addQueue, operate)
 	e.POST("/queues/:name", u.updateQueue, operate)
+	e.POST("/queues/:name/delete", u.deleteQueue, operate)
 	e.GET("/ws", u.hub.serve, view)
 }
 
