@@ -76,6 +76,11 @@ func TestQueuesManaged(t *testing.T) {
 		require.NotContains(t, names(e.store), "empty")
 		require.Equal(t, http.StatusNotFound, e.post("/queues/empty/delete", url.Values{}).status)
 
+		a.enqueue(op, `{"body":"SELECT 1","queue":"held","delay_seconds":3600}`)
+		r = a.call("DELETE", "/api/queues/held", op, "")
+		require.Equal(t, http.StatusConflict, r.status, r.body)
+		require.Equal(t, "queue held still has pending or running tasks: cancel them or let them finish, then delete it",
+			r.errorMsg(t), "the refusal is one sentence, without prefixes")
 		r = a.call("DELETE", "/api/queues/etl", testViewerToken, "")
 		require.Equal(t, http.StatusForbidden, r.status, "the viewer deletes nothing")
 		r = a.call("DELETE", "/api/queues/etl", op, "")

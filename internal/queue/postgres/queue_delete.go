@@ -19,6 +19,7 @@ func (s *Store) DeleteQueue(ctx context.Context, name, actor string) error {
 	if err := queue.CheckQueueName("name", name); err != nil {
 		return err
 	}
+	var refusal error // given as the sentence it is, not wrapped as a failed write
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '5s'; LOCK TABLE readpast_queues IN SHARE MODE`); err != nil {
 			return err
@@ -36,14 +37,19 @@ func (s *Store) DeleteQueue(ctx context.Context, name, actor string) error {
 		case err != nil:
 			return err
 		case !exists:
-			return queue.QueueUnknown(name)
+			refusal = queue.QueueUnknown(name)
+			return refusal
 		case busy || history:
-			return queue.QueueNotEmpty(name, busy)
+			refusal = queue.QueueNotEmpty(name, busy)
+			return refusal
 		}
 		_, err = tx.Exec(ctx, `WITH d AS (DELETE FROM readpast_queues WHERE name = $1 RETURNING name)
 			INSERT INTO readpast_audit (actor, action, target, detail) SELECT $2, 'delete_queue', 'queue ' || d.name, '' FROM d`,
 			name, actor)
 		return err
 	})
+	if refusal != nil {
+		return refusal
+	}
 	return wrap(err, "deleting queue %s", name)
 }
