@@ -29,12 +29,28 @@ type config struct {
 	LogLevel      string
 }
 
+// ownFlags are the flags of the commands that take fewer than serve; a
+// command not listed takes them all. Its --help lists only these, and any
+// other flag is refused rather than silently ignored.
+var ownFlags = map[string][]string{
+	"migrate": {"dsn", "max-body", "log-level"},
+}
+
 // parseFlags reads args with defaults from getenv (asynqmon's testable
 // pattern). prog is the usage line's command, e.g. "readpast serve".
 func parseFlags(prog string, args []string, getenv func(string) string, errOut io.Writer) (config, error) {
+	return parseFlagsOf(prog, nil, args, getenv, errOut)
+}
+
+// parseFlagsOf is parseFlags for a command that takes only the flags named
+// (nil: every flag).
+func parseFlagsOf(prog string, names []string, args []string, getenv func(string) string, errOut io.Writer) (config, error) {
 	fs, c, err := newFlagSet(prog, getenv, errOut)
 	if err != nil {
 		return *c, err
+	}
+	if names != nil {
+		fs = onlyFlags(fs, names)
 	}
 	if err := fs.Parse(args); err != nil {
 		return *c, err
@@ -91,6 +107,23 @@ func newFlagSet(prog string, getenv func(string) string, w io.Writer) (*flag.Fla
 	fs.StringVar(&c.ViewerToken, "viewer-token", env("READPAST_VIEWER_TOKEN", ""), "secret for the read-only viewer role (env READPAST_VIEWER_TOKEN)")
 	fs.StringVar(&c.LogLevel, "log-level", env("READPAST_LOG_LEVEL", "info"), "debug, info, warn or error (env READPAST_LOG_LEVEL)")
 	return fs, c, errors.Join(bad...)
+}
+
+// onlyFlags is a flag set of prog with only the named flags of all, which
+// still fill the same config.
+func onlyFlags(all *flag.FlagSet, names []string) *flag.FlagSet {
+	fs := flag.NewFlagSet(all.Name(), flag.ContinueOnError)
+	fs.SetOutput(all.Output())
+	for _, n := range names {
+		if f := all.Lookup(n); f != nil {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nFlags, each with a READPAST_* environment default:\n\n", fs.Name())
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // validate checks fields against each other; errors name the flag.

@@ -97,7 +97,7 @@ func usage(w io.Writer, cmds []command) {
 // 2 for bad flags, 1 when fn fails, 0 for help.
 func withConfig(name, argsUsage string, args []string, getenv func(string) string, errOut io.Writer,
 	fn func(cfg config, log *slog.Logger) error) int {
-	cfg, err := parseFlags(strings.TrimSpace("readpast "+name+" "+argsUsage), args, getenv, errOut)
+	cfg, err := parseFlagsOf(strings.TrimSpace("readpast "+name+" "+argsUsage), ownFlags[name], args, getenv, errOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

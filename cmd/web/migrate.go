@@ -29,7 +29,9 @@ func migrate(ctx context.Context, cfg config, sub string, out io.Writer) error {
 	}
 	defer s.Close()
 	if sub == "up" {
-		if err := s.Migrate(ctx); err != nil {
+		if err := migrateReporting(ctx, s, func(v uint, name string) {
+			fmt.Fprintf(out, "applied migration %d (%s)\n", v, name)
+		}); err != nil {
 			return err
 		}
 	}

@@ -38,7 +38,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return startFailed(ctx, log, err)
 	}
 	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	if err := migrateReporting(ctx, store, func(v uint, name string) {
+		log.Info("schema migration applied", "version", v, "name", name)
+	}); err != nil {
 		return startFailed(ctx, log, err)
 	}
 	targetDSN := cfg.TargetDSN

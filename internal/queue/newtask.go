@@ -130,6 +130,10 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	if t.Timeout < 0 {
 		return bad("timeout", "is negative (%s)", t.Timeout)
 	}
+	if t.Timeout > MaxTimeout {
+		_, err := TimeoutSeconds("timeout", t.Timeout.Seconds())
+		return NewTask{}, err
+	}
 	if t.Timeout > 0 && t.Timeout < time.Millisecond {
 		return bad("timeout", "is %s: give at least 1ms, or none for no limit", t.Timeout)
 	}

@@ -26,6 +26,7 @@ type Store interface {
 	NodeStore
 	LogStore
 	ScheduleStore
+	AuditStore
 	Listener
 	Holder
 }
@@ -119,8 +120,16 @@ type QueueStore interface {
 	UpdateQueue(ctx context.Context, name string, u QueueUpdate) (*Queue, error)
 	// SetGroupLimit sets how many tasks of a group may run at once.
 	SetGroupLimit(ctx context.Context, name string, maxRunning int, actor string) error
-	// Groups lists the known concurrency groups.
+	// Groups lists the known concurrency groups, each with its pending tasks
+	// counted by the index of unfinished grouped tasks (not the history).
 	Groups(ctx context.Context) ([]Group, error)
+	// DeleteQueue removes a queue that has no unfinished (pending or running)
+	// task, and audits it: its settings go, its finished tasks stay in the
+	// history until retention, and an enqueue to the name later makes it
+	// anew. ErrNotFound when there is no such queue, ErrInvalidState while it
+	// has unfinished tasks. An enqueue to the queue racing the delete either
+	// commits first (the delete is refused) or makes the queue again.
+	DeleteQueue(ctx context.Context, name, actor string) error
 }
 
 // NodeStore registers nodes and reads them back for the dashboard.

@@ -120,6 +120,7 @@ type Group struct {
 	Name       string
 	MaxRunning int
 	Running    int
+	Pending    int64 // tasks of the group waiting to run (delayed and chained ones too)
 	UpdatedAt  time.Time
 	UpdatedBy  string
 }

@@ -158,7 +158,7 @@ func (e *apiEnv) waitState(id int64, st queue.State, within time.Duration) {
 	}, within, 20*time.Millisecond, "task %d did not become %s", id, st)
 }
 
-// auditRows reads the audit log through SQL (the store has no reader for it).
+// auditRows reads the audit log through SQL, beside the store: what was written.
 func (e *apiEnv) auditRows() []string {
 	e.t.Helper()
 	rows := testenv.QueryStrings(e.t, e.dialect, e.dsn,

@@ -57,8 +57,8 @@ func TestAPIRefusals(t *testing.T) {
 			{"request over the limit", "POST", "/api/tasks", op, fmt.Sprintf(`{"body":"%s"}`, strings.Repeat("x", 3000)), "", 413, "over the limit of 2048 bytes"},
 			{"form body", "POST", "/api/tasks", op, `body=SELECT+1`, "application/x-www-form-urlencoded", 415, "JSON"},
 			{"no content type", "POST", "/api/tasks", op, `{"body":"SELECT 1"}`, "-", 415, "application/json"},
-			{"missing task", "GET", "/api/tasks/999999", op, "", "", 404, "not found"},
-			{"cancel missing task", "POST", "/api/tasks/999999/cancel", op, "", "", 404, "not found"},
+			{"missing task", "GET", "/api/tasks/999999", op, "", "", 404, "there is no task 999999"},
+			{"cancel missing task", "POST", "/api/tasks/999999/cancel", op, "", "", 404, "there is no task 999999"},
 			{"bad id", "GET", "/api/tasks/abc", op, "", "", 400, "id"},
 			{"retry a pending task", "POST", fmt.Sprintf("/api/tasks/%d/retry", pending.ID), op, "", "", 409, "only failed or cancelled"},
 			{"unknown endpoint", "GET", "/api/nope", op, "", "", 404, "not found"},
@@ -87,7 +87,7 @@ func TestAPIRefusals(t *testing.T) {
 			{"a string for an object", "POST", "/api/tasks", op, `"SELECT 1"`, "", 400, "JSON object"},
 			{"bad log time", "GET", "/api/logs?until=tomorrow", op, "", "", 400, "until"},
 			{"bad log cursor", "GET", "/api/logs?cursor=0", op, "", "", 400, "cursor"},
-			{"retry a missing task", "POST", "/api/tasks/999999/retry", op, "", "", 404, "not found"},
+			{"retry a missing task", "POST", "/api/tasks/999999/retry", op, "", "", 404, "there is no task 999999"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

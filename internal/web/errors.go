@@ -13,8 +13,9 @@ import (
 	"readpast/internal/web/request"
 )
 
-// classify maps an error to its HTTP status and message (docs/API.md, errors).
-func classify(err error) (status int, body api.ErrorBody) {
+// classify maps an error to its HTTP status and message (docs/API.md, errors);
+// c is the request, whose route names what was not found.
+func classify(c echo.Context, err error) (status int, body api.ErrorBody) {
 	var (
 		he  *echo.HTTPError
 		ve  *queue.ValidationError
@@ -26,9 +27,12 @@ func classify(err error) (status int, body api.ErrorBody) {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, api.ErrorBody{Error: fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
 	case errors.Is(err, queue.ErrNotFound):
-		return http.StatusNotFound, api.ErrorBody{Error: err.Error()}
+		if msg, ok := notFoundText(c); ok {
+			return http.StatusNotFound, api.ErrorBody{Error: msg}
+		}
+		return http.StatusNotFound, api.ErrorBody{Error: plainText(err)}
 	case errors.Is(err, queue.ErrInvalidState), errors.Is(err, queue.ErrLeaseLost), errors.Is(err, queue.ErrExists):
-		return http.StatusConflict, api.ErrorBody{Error: err.Error()}
+		return http.StatusConflict, api.ErrorBody{Error: plainText(err)}
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, api.ErrorBody{Error: "the store did not answer in time: " + err.Error()}
 	case errors.As(err, &he):
@@ -43,7 +47,7 @@ func classify(err error) (status int, body api.ErrorBody) {
 		}
 		return he.Code, api.ErrorBody{Error: msg}
 	}
-	return http.StatusInternalServerError, api.ErrorBody{Error: "internal error: " + err.Error()}
+	return http.StatusInternalServerError, api.ErrorBody{Error: "internal error: " + plainText(err)}
 }
 
 // handleError is echo's HTTPErrorHandler. A page request gets the dashboard's
@@ -55,7 +59,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.log.Warn("error after the response started", "path", c.Request().URL.Path, "err", err)
 		return
 	}
-	status, body := classify(err)
+	status, body := classify(c, err)
 	if status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}

@@ -110,7 +110,8 @@ func TestPagesEscapeScriptBody(t *testing.T) {
 			require.NotContains(t, p.body, "<b>g</b>", path)
 			require.Contains(t, p.body, "&lt;script&gt;alert(1)&lt;/script&gt;", "%s shows the body as text", path)
 			require.NotContains(t, p.body, " style=", "%s: no inline styles (CSP style-src 'self')", path)
-			require.Equal(t, 1, strings.Count(p.body, "<script"), "%s: the only script is the live-update file", path)
+			require.Equal(t, 2, strings.Count(p.body, "<script"), "%s: the only scripts are the live-update and time-zone files", path)
+			require.Equal(t, 2, strings.Count(p.body, `<script src="/static/`), "%s: no inline script", path)
 		}
 	})
 }

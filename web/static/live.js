@@ -128,9 +128,27 @@
         var row = flags[j].closest('tr');
         if (row) {
           row.classList.toggle('paused', f === 'true');
+          setToggle(row.querySelector('form.toggle'), f === 'true');
         }
       }
     }
+  }
+
+  // setToggle makes a row's pause/resume form offer what the flag now allows:
+  // a queue paused elsewhere gets Resume, as the server would render it.
+  function setToggle(form, paused) {
+    if (!form) {
+      return;
+    }
+    var input = form.querySelector('input[name="paused"]');
+    var button = form.querySelector('button');
+    if (!input || !button) {
+      return;
+    }
+    input.value = paused ? 'false' : 'true';
+    button.textContent = paused ? 'Resume' : 'Pause';
+    button.className = 'btn ' + (paused ? 'resume' : 'pause');
+    button.title = paused ? 'start claiming again' : 'stop new claims; running tasks finish';
   }
 
   function applyRows(tbody, order, rows, snapshot) {

@@ -138,32 +138,43 @@ func NewChart(buckets []ChartBucket, s ChartScale) Chart {
 	return c
 }
 
-// NewSparkline draws one queue's finished-per-bucket bars: succeeded and
-// failed per bucket, oldest first.
+// NewSparkline draws one queue's finished-per-bucket bars, oldest first: each
+// bucket's succeeded in green with its failed stacked on top in red, each in
+// proportion, so one failure among a hundred finishes is a sliver of red and
+// not a whole red minute. A failure is at least a pixel high, so it shows.
 func NewSparkline(succeeded []int64, failed []int64, sc ChartScale) Sparkline {
 	const w, h = 120, 18
 	s := Sparkline{Width: w, Height: h}
-	var top, total int64
+	var top, total, bad int64
 	for i, v := range succeeded {
 		top = max(top, v+failed[i])
 		total += v + failed[i]
+		bad += failed[i]
 	}
 	s.Title = fmt.Sprintf("%s finished in the last %s", formatCount(total), sc.Last)
+	if bad > 0 {
+		s.Title += fmt.Sprintf(", %s failed", formatCount(bad))
+	}
 	if top == 0 || len(succeeded) == 0 {
 		return s
 	}
 	slot := float64(w) / float64(len(succeeded))
 	for i, v := range succeeded {
-		all := float64(v+failed[i]) / float64(top) * h
-		if all == 0 {
+		if v+failed[i] == 0 {
 			continue
 		}
-		all = max(all, 1)
-		class := "ok"
+		all := max(float64(v+failed[i])/float64(top)*h, 1)
+		badH := 0.0
 		if failed[i] > 0 {
-			class = "bad"
+			badH = max(all*float64(failed[i])/float64(v+failed[i]), 1)
 		}
-		s.Bars = append(s.Bars, ChartRect{X: f(float64(i) * slot), Y: f(h - all), W: f(max(slot-0.5, 0.5)), H: f(all), Class: class})
+		x, bw := f(float64(i)*slot), f(max(slot-0.5, 0.5))
+		if okH := all - badH; okH > 0 {
+			s.Bars = append(s.Bars, ChartRect{X: x, Y: f(h - okH), W: bw, H: f(okH), Class: "ok"})
+		}
+		if badH > 0 {
+			s.Bars = append(s.Bars, ChartRect{X: x, Y: f(h - all), W: bw, H: f(badH), Class: "bad"})
+		}
 	}
 	return s
 }

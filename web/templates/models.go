@@ -9,6 +9,7 @@ type Page struct {
 	Nav        string // the active section: overview, tasks, schedules, logs, nodes, enqueue
 	CSSURL     string
 	JSURL      string
+	TimeJSURL  string // the UTC/local toggle's script, on every page
 	CSRFField  string // the form field name of the CSRF token
 	CSRF       string // the token to put in every form
 	CanOperate bool   // the operator role: forms that change things are shown
@@ -96,6 +97,8 @@ type QueueRow struct {
 	Spark       Sparkline
 	Errors      map[string]string // a refused change, by field
 	ControlsURL string
+	// DeleteURL is set for a queue that holds no task: it can be deleted.
+	DeleteURL string
 }
 
 // TaskFilter is the tasks page's filter bar.
@@ -121,22 +124,24 @@ type Tasks struct {
 
 // TaskRow is one task in a table.
 type TaskRow struct {
-	ID       int64
-	URL      string
-	Queue    string
-	State    string
-	Waiting  string // why a pending task is not claimable, in brief
-	Priority int
-	Attempts string
-	Group    string
-	Chain    string // "chain:stage" or ""
-	Created  Time
-	Started  Time
-	Finished Time
-	Duration string
-	Body     string // first line, shortened
-	Error    string // last error, shortened
-	Actions  []Action
+	ID      int64
+	URL     string
+	Queue   string
+	State   string
+	Waiting string // why a pending task is not claimable, in brief
+	// WaitingAt, when set, is the date Waiting ends ("until" it).
+	WaitingAt Time
+	Priority  int
+	Attempts  string
+	Group     string
+	Chain     string // "chain:stage" or ""
+	Created   Time
+	Started   Time
+	Finished  Time
+	Duration  string
+	Body      string // first line, shortened
+	Error     string // last error, shortened
+	Actions   []Action
 }
 
 // TaskDetail is one task's page.
@@ -170,6 +175,9 @@ type AttemptRow struct {
 	Rows     string
 	Error    string
 	Messages string
+	// InProgress: the attempt is running now (read from the task, as the
+	// execution log has a row only once an attempt ends).
+	InProgress bool
 }
 
 // LogFilter is the log page's filter bar.
@@ -177,6 +185,8 @@ type LogFilter struct {
 	Queue    string
 	Outcome  string
 	Task     string
+	Since    string // datetime-local value, UTC
+	Until    string
 	Outcomes []string
 	Queues   []string
 }

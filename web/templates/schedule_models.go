@@ -18,6 +18,7 @@ type ScheduleRow struct {
 	Misfire  string // the misfire policy in a few words
 	Queue    string
 	Body     string // first line, shortened
+	BodyFull string // the whole body, shown on hover
 	TasksURL string // the schedule's tasks
 	Next     []FireTime
 	LastFire string // the latest fire time handled and its outcome, or ""

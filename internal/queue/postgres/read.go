@@ -180,10 +180,16 @@ const queuesSQL = `WITH counts AS (
 		  LEFT JOIN counts c ON c.queue = n.name
 		 ORDER BY n.name`
 
+// groupsSQL lists the groups with their pending tasks: per group, one range
+// of readpast_tasks_group_state (group_name, state, id), which does not grow
+// with the group's finished history (TestGroupsPendingReadsTheGroupIndex).
+const groupsSQL = `SELECT g.name, g.max_running, g.running, g.updated_at, g.updated_by,
+		(SELECT count(*) FROM readpast_tasks t WHERE t.group_name = g.name AND t.state = 'pending')
+	FROM readpast_groups g ORDER BY g.name`
+
 // Groups implements queue.Store.
 func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, max_running, running, updated_at, updated_by
-		FROM readpast_groups ORDER BY name`)
+	rows, err := s.pool.Query(ctx, groupsSQL)
 	if err != nil {
 		return nil, wrap(err, "listing groups")
 	}
@@ -191,7 +197,7 @@ func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
 	var out []queue.Group
 	for rows.Next() {
 		var g queue.Group
-		if err := rows.Scan(&g.Name, &g.MaxRunning, &g.Running, &g.UpdatedAt, &g.UpdatedBy); err != nil {
+		if err := rows.Scan(&g.Name, &g.MaxRunning, &g.Running, &g.UpdatedAt, &g.UpdatedBy, &g.Pending); err != nil {
 			return nil, wrap(err, "listing groups")
 		}
 		g.UpdatedAt = g.UpdatedAt.UTC()

@@ -60,6 +60,8 @@ func Exercise(t *testing.T, h Harness) {
 		{"schedules", scheduleTests},
 		{"schedule_writes", scheduleWriteTests},
 		{"checks", checkTests},
+		{"audit", auditTests},
+		{"manage", manageTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

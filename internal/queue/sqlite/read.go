@@ -243,7 +243,11 @@ func intPtr(v sql.NullInt64) *int {
 
 // Groups implements queue.Store.
 func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT name, max_running, running, updated_at, updated_by FROM readpast_groups ORDER BY name`)
+	// Pending is a range of readpast_tasks_group_state per group: it does not
+	// grow with the group's finished history.
+	rows, err := s.r.QueryContext(ctx, `SELECT g.name, g.max_running, g.running, g.updated_at, g.updated_by,
+		(SELECT count(*) FROM readpast_tasks t WHERE t.group_name = g.name AND t.state = 'pending')
+		FROM readpast_groups g ORDER BY g.name`)
 	if err != nil {
 		return nil, fmt.Errorf("listing groups: %w", err)
 	}
@@ -252,7 +256,7 @@ func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
 	for rows.Next() {
 		var g queue.Group
 		var updated int64
-		if err := rows.Scan(&g.Name, &g.MaxRunning, &g.Running, &updated, &g.UpdatedBy); err != nil {
+		if err := rows.Scan(&g.Name, &g.MaxRunning, &g.Running, &updated, &g.UpdatedBy, &g.Pending); err != nil {
 			return nil, err
 		}
 		g.UpdatedAt = fromMicros(updated)

@@ -148,7 +148,7 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 func (s *Store) Groups(ctx context.Context) ([]queue.Group, error) {
 	out, err := queryAll(ctx, s.db, groupsQuery.text, nil, func(r *sql.Rows) (queue.Group, error) {
 		var g queue.Group
-		err := r.Scan(&g.Name, &g.MaxRunning, &g.Running, &g.UpdatedAt, &g.UpdatedBy)
+		err := r.Scan(&g.Name, &g.MaxRunning, &g.Running, &g.UpdatedAt, &g.UpdatedBy, &g.Pending)
 		g.UpdatedAt = g.UpdatedAt.UTC()
 		return g, err
 	})

@@ -136,7 +136,9 @@ OPTION (RECOMPILE);
 // groupsQuery lists the concurrency groups.
 var groupsQuery = query{
 	name: "groups",
-	text: `SELECT g.name, g.max_running, g.running, g.updated_at, g.updated_by
+	text: `SELECT g.name, g.max_running, g.running, g.updated_at, g.updated_by,
+       (SELECT COUNT_BIG(*) FROM dbo.readpast_tasks AS t
+         WHERE t.group_name = g.name AND t.state = 'pending') AS pending
 FROM dbo.readpast_groups AS g
 ORDER BY g.name;
 `,

@@ -83,6 +83,8 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{purgeAttemptsBatch, purge},
 		{purgeTasksBatch, purge},
 		{queueSettingsQuery, nil},
+		{auditQuery, auditArgs(10, 100)},
+		{deleteQueueBatch, deleteQueueArgs("q", "ann")},
 	}...)
 }
 

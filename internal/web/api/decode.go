@@ -38,7 +38,7 @@ func (h *Handler) decodeJSON(c echo.Context, v any) error {
 	}
 	dec := jsontext.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, limit))
 	if k := dec.PeekKind(); k != '{' && k != 0 {
-		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("the body must be a JSON object, not %s", kindName(k)))
+		return echo.NewHTTPError(http.StatusBadRequest, notAnObject(k))
 	}
 	if err := json.UnmarshalDecode(dec, v, json.RejectUnknownMembers(true)); err != nil {
 		return jsonError(err)
@@ -87,7 +87,7 @@ func jsonError(err error) error {
 		case errors.Is(sem.Err, json.ErrUnknownName):
 			return &queue.ValidationError{Field: field, Reason: "is not a known field (see docs/API.md)"}
 		case field == "":
-			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("the body must be a JSON object, not %s", kindName(sem.JSONKind)))
+			return echo.NewHTTPError(http.StatusBadRequest, notAnObject(sem.JSONKind))
 		case sem.JSONKind == '0' && sem.Err != nil && strings.Contains(sem.Err.Error(), "range"):
 			return &queue.ValidationError{Field: field, Reason: fmt.Sprintf("is %s, out of range for %s", sem.JSONValue, goTypeName(sem))}
 		case sem.JSONKind == '0':
@@ -113,6 +113,15 @@ func fieldPath(p jsontext.Pointer) string {
 		b.WriteString(tok)
 	}
 	return b.String()
+}
+
+// notAnObject refuses a body that is not a JSON object, naming what it is
+// when that is JSON at all.
+func notAnObject(k jsontext.Kind) string {
+	if name := kindName(k); name != "not JSON" {
+		return "the body must be a JSON object, not " + name
+	}
+	return "the body is not JSON: send a JSON object"
 }
 
 // kindName names a JSON kind the way a JSON client thinks of it.

@@ -17,6 +17,7 @@ type Group struct {
 	Name       string     `json:"name"`
 	MaxRunning int        `json:"max_running"`
 	Running    int        `json:"running"`
+	Pending    int64      `json:"pending"` // tasks of the group waiting to run
 	UpdatedAt  *time.Time `json:"updated_at"`
 	UpdatedBy  *string    `json:"updated_by"`
 }
@@ -61,5 +62,5 @@ func (h *Handler) setGroup(c echo.Context) error {
 }
 
 func toGroup(g queue.Group) Group {
-	return Group{Name: g.Name, MaxRunning: g.MaxRunning, Running: g.Running, UpdatedAt: optTime(g.UpdatedAt), UpdatedBy: orNull(g.UpdatedBy)}
+	return Group{Name: g.Name, MaxRunning: g.MaxRunning, Running: g.Running, Pending: g.Pending, UpdatedAt: optTime(g.UpdatedAt), UpdatedBy: orNull(g.UpdatedBy)}
 }

@@ -11,6 +11,7 @@ import (
 	"readpast/internal/logs"
 	"readpast/internal/ops"
 	"readpast/internal/queue"
+	"readpast/internal/web/request"
 )
 
 // LogPage is one page of GET /api/logs.
@@ -104,27 +105,11 @@ func logQuery(q url.Values, now time.Time) (queue.LogQuery, error) {
 	}
 	lq.Limit = int(min(limit, 1<<20))
 	lq.Queue, lq.Outcome = q.Get("queue"), queue.Outcome(q.Get("outcome"))
-	if lq.Since, err = timeParam(q, "since", now); err != nil {
+	if lq.Since, err = request.TimeParam(q, "since", now); err != nil {
 		return lq, err
 	}
-	if lq.Until, err = timeParam(q, "until", now); err != nil {
+	if lq.Until, err = request.TimeParam(q, "until", now); err != nil {
 		return lq, err
 	}
 	return lq, nil
-}
-
-// timeParam parses an RFC 3339 time, or a duration meaning that long ago
-// (since=24h is the last day).
-func timeParam(q url.Values, name string, now time.Time) (time.Time, error) {
-	v := q.Get(name)
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, &queue.ValidationError{Field: name, Reason: fmt.Sprintf("%q is neither an RFC 3339 time (2026-01-02T15:04:05Z) nor a duration ago (90m, 24h)", v)}
 }

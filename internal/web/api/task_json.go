@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"readpast/internal/logs"
@@ -10,9 +11,8 @@ import (
 
 // Bounds of the API's duration fields (docs/API.md).
 const (
-	maxDelaySeconds   = 10 * 366 * 24 * 3600 // ten years; use available_at beyond
-	maxTimeoutSeconds = 30 * 24 * 3600       // thirty days
-	maxBatchTasks     = 1000
+	maxDelaySeconds = 10 * 366 * 24 * 3600 // ten years; use available_at beyond
+	maxBatchTasks   = 1000
 )
 
 // taskIn is one task to enqueue, as the API takes it.
@@ -70,7 +70,7 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 	}
 	if d := in.DelaySeconds; d != nil {
 		if *d < 0 || *d > maxDelaySeconds {
-			return bad("delay_seconds", "is %g: use 0 to %d (or available_at)", *d, maxDelaySeconds)
+			return bad("delay_seconds", "is %s seconds: use 0 to %d (ten years), or give available_at", strconv.FormatFloat(*d, 'f', -1, 64), maxDelaySeconds)
 		}
 		t.Delay = time.Duration(*d * float64(time.Second))
 	}
@@ -89,15 +89,13 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 	return n, prefixed(prefix, err)
 }
 
-// timeoutOf reads a timeout_seconds field: nil and 0 are no limit.
+// timeoutOf reads a timeout_seconds field: nil and 0 are no limit; the rule
+// is queue.TimeoutSeconds, which the forms share.
 func timeoutOf(prefix string, s *float64) (time.Duration, error) {
-	switch {
-	case s == nil:
+	if s == nil {
 		return 0, nil
-	case *s < 0 || *s > maxTimeoutSeconds:
-		return 0, &queue.ValidationError{Field: prefix + "timeout_seconds", Reason: fmt.Sprintf("is %g: use 0 (no limit) to %d", *s, maxTimeoutSeconds)}
 	}
-	return time.Duration(*s * float64(time.Second)), nil
+	return queue.TimeoutSeconds(prefix+"timeout_seconds", *s)
 }
 
 // timeoutSeconds is a timeout as the API shows it: null for no limit.

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -137,13 +136,10 @@ func parseTaskForm(f templates.TaskForm, script bool) (queue.NewTask, map[string
 	}
 	if f.TimeoutSeconds != "" {
 		s, err := strconv.ParseFloat(f.TimeoutSeconds, 64)
-		switch {
-		case err != nil || math.IsNaN(s) || math.IsInf(s, 0):
+		if err != nil {
 			errs["timeout_seconds"] = fmt.Sprintf("%q is not a number of seconds", f.TimeoutSeconds)
-		case s < 0 || s > 366*24*3600:
-			errs["timeout_seconds"] = "use 0 (no limit) up to a year of seconds"
-		default:
-			t.Timeout = time.Duration(s * float64(time.Second))
+		} else if t.Timeout, err = queue.TimeoutSeconds("timeout_seconds", s); err != nil {
+			errs["timeout_seconds"] = err.(*queue.ValidationError).Reason
 		}
 	}
 	if f.Delay != "" {

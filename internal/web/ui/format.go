@@ -27,6 +27,12 @@ func showTime(t, now time.Time) templates.Time {
 	return templates.Time{Short: short, Full: t.Format(time.RFC3339)}
 }
 
+// dateTime formats t with its date always, to the minute.
+func dateTime(t time.Time) templates.Time {
+	t = t.UTC()
+	return templates.Time{Short: t.Format("2006-01-02 15:04"), Full: t.Format(time.RFC3339)}
+}
+
 // showDuration writes d the way a DBA reads it: 850ms, 12.4s, 3m05s, 2h10m.
 func showDuration(d time.Duration) string {
 	switch {

@@ -6,12 +6,14 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"readpast/internal/logs"
 	"readpast/internal/ops"
 	"readpast/internal/queue"
+	"readpast/internal/web/request"
 	"readpast/web/templates"
 )
 
@@ -36,6 +38,7 @@ func (u *Pages) logs(c echo.Context) error {
 	if q.TaskID > 0 {
 		v.Filter.Task = strconv.FormatInt(q.TaskID, 10)
 	}
+	v.Filter.Since, v.Filter.Until = dateField(q.Since), dateField(q.Until)
 	if err != nil {
 		if !queue.IsValidation(err) {
 			return err
@@ -61,9 +64,24 @@ func (u *Pages) logs(c echo.Context) error {
 	return render(c, status, templates.LogsPage(v))
 }
 
-// logsParams reads the log filter (queue, outcome, task, before).
+// logsParams reads the log filter (queue, outcome, task, since, until,
+// before). since and until take what the API's do (request.TimeParam).
 func logsParams(v url.Values) (queue.LogQuery, error) {
 	q := queue.LogQuery{Queue: strings.TrimSpace(v.Get("queue")), Outcome: queue.Outcome(strings.TrimSpace(v.Get("outcome"))), Limit: logsPageSize}
+	now := time.Now()
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		t, err := request.TimeParam(url.Values{f.name: {strings.TrimSpace(v.Get(f.name))}}, f.name, now)
+		if err != nil {
+			return q, err
+		}
+		*f.dst = t
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
+		return q, &queue.ValidationError{Field: "until", Reason: "is not after since: give a range that ends after it starts"}
+	}
 	for _, f := range []struct {
 		name string
 		dst  *int64
@@ -90,7 +108,25 @@ func logsQuery(q queue.LogQuery) string {
 	if q.TaskID > 0 {
 		task = strconv.FormatInt(q.TaskID, 10)
 	}
-	return strings.TrimPrefix(withQuery("", "queue", q.Queue, "outcome", string(q.Outcome), "task", task), "?")
+	return strings.TrimPrefix(withQuery("", "queue", q.Queue, "outcome", string(q.Outcome), "task", task,
+		"since", instant(q.Since), "until", instant(q.Until)), "?")
+}
+
+// instant writes a filter's time for a URL: RFC 3339 in UTC, "" for none.
+func instant(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// dateField is a time as a datetime-local field holds it, in UTC (the page's
+// script shows it in the browser's zone when asked).
+func dateField(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04")
 }
 
 func exportURL(filter string, f logs.Format) string {

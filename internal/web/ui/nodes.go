@@ -42,12 +42,32 @@ func (u *views) nodeViewsOf(nodes []clusterNode) []templates.NodeView {
 		v := templates.NodeView{ID: n.ID, Host: n.Hostname, PID: n.PID, Version: n.Version, This: n.This,
 			Started: showTime(n.StartedAt, now), Heartbeat: showTime(n.HeartbeatAt, now), Status: nodeStatus(n),
 			Meta: nodeMeta(n.Hostname, n.PID, n.Version)}
+		// The info is what the node said at its last heartbeat. A stopped node
+		// drained its workers before it stopped, so none of that still runs; a
+		// gone node's last word is all there is, and its workers' time stops
+		// at that heartbeat rather than counting on as if they still ran.
+		stopped := v.Status == "stopped"
+		asOf := now
+		if v.Status == "gone" {
+			asOf = n.HeartbeatAt
+		}
 		for _, p := range n.Info.Pools {
-			v.Pools = append(v.Pools, templates.PoolView{Queue: p.Queue, Size: p.Size, Running: len(p.Busy), Paused: p.Paused})
+			pv := templates.PoolView{Queue: p.Queue, Size: p.Size, Running: len(p.Busy), Paused: p.Paused}
+			if stopped {
+				pv.Running = 0
+			}
+			v.Pools = append(v.Pools, pv)
+			if stopped {
+				continue
+			}
 			for _, b := range p.Busy {
-				v.Busy = append(v.Busy, templates.BusyWorker{Worker: b.Worker, Queue: b.Queue, TaskID: b.TaskID,
+				bw := templates.BusyWorker{Worker: b.Worker, Queue: b.Queue, TaskID: b.TaskID,
 					TaskURL: taskURL(b.TaskID), Session: b.SessionID, Started: showTime(b.StartedAt, now),
-					For: runningFor(b.StartedAt, now)})
+					For: runningFor(b.StartedAt, asOf)}
+				if asOf != now && bw.For != "" {
+					bw.For += " at last heartbeat"
+				}
+				v.Busy = append(v.Busy, bw)
 			}
 		}
 		switch {

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -97,8 +98,13 @@ func queueRow(q queue.Queue, p poolTotals, spark templates.Sparkline) templates.
 	if q.MaxRunning != nil {
 		r.MaxRunning = strconv.Itoa(*q.MaxRunning)
 	}
+	var tasks int64
 	for _, st := range queue.States {
 		r.Counts = append(r.Counts, templates.StateCount{State: string(st), Count: q.Counts[st], Key: countKey(q.Name, st)})
+		tasks += q.Counts[st]
+	}
+	if tasks == 0 {
+		r.DeleteURL = "/queues/" + url.PathEscape(q.Name) + "/delete"
 	}
 	return r
 }

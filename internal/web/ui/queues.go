@@ -26,7 +26,7 @@ func (u *Pages) updateQueue(c echo.Context) error {
 		if err := queue.CheckQueueName("name", name); err != nil {
 			return err
 		}
-		return u.applyQueueUpdate(c, name, upd, values, "/")
+		return u.applyQueueUpdate(c, name, upd, values, false)
 	}
 	return u.renderOverview(c, http.StatusUnprocessableEntity, &queueFormState{Queue: name, Values: values, Errors: errs})
 }
@@ -43,22 +43,35 @@ func (u *Pages) addQueue(c echo.Context) error {
 		return u.renderOverview(c, http.StatusUnprocessableEntity, &queueFormState{Values: values, Errors: errs})
 	}
 	upd.ClearMaxRunning = false // a new queue has no limit to clear
-	return u.applyQueueUpdate(c, name, upd, values, "/")
+	return u.applyQueueUpdate(c, name, upd, values, true)
 }
 
-func (u *Pages) applyQueueUpdate(c echo.Context, name string, upd queue.QueueUpdate, values templates.QueueRow, back string) error {
-	if _, err := u.ops.UpdateQueue(c.Request().Context(), auth.Actor(c), name, upd); err != nil {
-		var ve *queue.ValidationError
-		if errors.As(err, &ve) {
-			state := &queueFormState{Queue: name, Values: values, Errors: map[string]string{ve.Field: ve.Reason}}
-			if c.Path() == "/queues" {
-				state.Queue = ""
-			}
-			return u.renderOverview(c, http.StatusUnprocessableEntity, state)
-		}
-		return err
+// applyQueueUpdate changes a queue (create false: the queue in the URL, which
+// must exist) or makes one (create true: the add form), and comes back to the
+// overview; a refusal shows the form again with its message.
+func (u *Pages) applyQueueUpdate(c echo.Context, name string, upd queue.QueueUpdate, values templates.QueueRow, create bool) error {
+	apply := u.ops.UpdateQueue
+	if create {
+		apply = u.ops.CreateQueue
 	}
-	return u.redirectBack(c, back, fmt.Sprintf("Queue %s: %s.", name, upd.Describe()))
+	if _, err := apply(c.Request().Context(), auth.Actor(c), name, upd); err != nil {
+		var ve *queue.ValidationError
+		field, reason := "", ""
+		switch {
+		case errors.As(err, &ve):
+			field, reason = ve.Field, ve.Reason
+		case create && errors.Is(err, queue.ErrExists):
+			field, reason = "name", "a queue of this name exists already: change its settings in its row"
+		default:
+			return err
+		}
+		state := &queueFormState{Queue: name, Values: values, Errors: map[string]string{field: reason}}
+		if create {
+			state.Queue = ""
+		}
+		return u.renderOverview(c, http.StatusUnprocessableEntity, state)
+	}
+	return u.redirectBack(c, "/", fmt.Sprintf("Queue %s: %s.", name, upd.Describe()))
 }
 
 // parseQueueForm reads paused, and with settings also workers and max_running.

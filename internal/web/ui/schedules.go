@@ -47,7 +47,7 @@ func (u *views) scheduleRows(ctx context.Context, operate bool) ([]templates.Sch
 func scheduleRow(s *queue.Schedule, now time.Time, operate bool) templates.ScheduleRow {
 	r := templates.ScheduleRow{ID: s.ID, Name: s.Name, Cron: s.Cron, Zone: s.TimeZone, Paused: s.Paused,
 		Overlap: overlapText(s.Overlap), Misfire: misfireText(s.Misfire), Queue: s.Task.Queue,
-		Body: firstLine(s.Task.Body, 80), TasksURL: withQuery("/tasks", "schedule", s.Name),
+		Body: firstLine(s.Task.Body, 200), BodyFull: s.Task.Body, TasksURL: withQuery("/tasks", "schedule", s.Name),
 		Next: showFireTimes(ops.UpcomingFires(s, ops.UpcomingShown)), LastFire: lastFire(s)}
 	if s.LastTaskID != 0 {
 		r.LastRun = &templates.ScheduleRun{TaskID: s.LastTaskID, URL: taskURL(s.LastTaskID), State: string(s.LastTaskState),

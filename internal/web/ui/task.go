@@ -12,6 +12,7 @@ import (
 	"readpast/internal/queue"
 	"readpast/internal/web/auth"
 	"readpast/internal/web/request"
+	"readpast/internal/workers"
 	"readpast/web/templates"
 )
 
@@ -52,6 +53,15 @@ func (u *views) taskView(ctx context.Context, id int64, operate bool) (templates
 	}
 	for _, a := range attempts {
 		v.Attempts = append(v.Attempts, attemptRow(a, now))
+	}
+	if t.State == queue.StateRunning {
+		var busy []workers.WorkerInfo
+		if u.node != nil {
+			for _, p := range u.node.Snapshot().Pools {
+				busy = append(busy, p.Busy...)
+			}
+		}
+		v.Attempts = append(v.Attempts, runningAttemptRow(t, busy, now))
 	}
 	return v, nil
 }

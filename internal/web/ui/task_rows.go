@@ -3,9 +3,11 @@ package ui
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/workers"
 	"readpast/web/templates"
 )
 
@@ -28,7 +30,7 @@ func taskRow(t *queue.Task, now time.Time, operate bool, back string) templates.
 		r.Duration = runningFor(t.StartedAt, now)
 	}
 	if t.State == queue.StatePending {
-		r.Waiting = briefWait(t, now)
+		r.Waiting, r.WaitingAt = briefWait(t, now)
 	}
 	if t.State == queue.StateRunning && t.CancelRequested {
 		r.Waiting = "cancelling"
@@ -40,19 +42,32 @@ func taskRow(t *queue.Task, now time.Time, operate bool, back string) templates.
 }
 
 // briefWait says in a word why a pending task from a list is not claimable;
-// the task page gives the full reason (Store.Get fills Why).
-func briefWait(t *queue.Task, now time.Time) string {
+// the task page gives the full reason (Store.Get fills Why). A wait of up to
+// two days reads as a countdown ("in 3h10m"); a longer one as the date it
+// ends ("until" and at), since "in 1130d14h" tells a DBA nothing.
+func briefWait(t *queue.Task, now time.Time) (string, templates.Time) {
 	switch {
 	case t.ChainWait:
-		return "after earlier stage"
+		return "after earlier stage", templates.Time{}
 	case t.AvailableAt.After(now):
-		if t.Attempts > 0 {
-			return "retry in " + showDuration(t.AvailableAt.Sub(now))
+		d := t.AvailableAt.Sub(now)
+		if d > farWait {
+			at := dateTime(t.AvailableAt)
+			if t.Attempts > 0 {
+				return "retry at", at
+			}
+			return "until", at
 		}
-		return "in " + showDuration(t.AvailableAt.Sub(now))
+		if t.Attempts > 0 {
+			return "retry in " + showDuration(d), templates.Time{}
+		}
+		return "in " + showDuration(d), templates.Time{}
 	}
-	return ""
+	return "", templates.Time{}
 }
+
+// farWait is how far ahead a wait is shown as a date rather than a countdown.
+const farWait = 48 * time.Hour
 
 // taskActions are the buttons a task's state allows.
 func taskActions(t *queue.Task, back string) []templates.Action {
@@ -80,6 +95,26 @@ func attemptRow(a queue.AttemptRecord, now time.Time) templates.AttemptRow {
 	}
 	if a.RowsAffected < 0 {
 		r.Rows = ""
+	}
+	return r
+}
+
+// runningAttemptRow is the attempt a running task is at now. The execution log
+// writes an attempt's row when it ends, so the task page would otherwise say
+// "No attempts yet" under a task that has run for an hour. The node is the
+// lease owner's (node/queue); the worker is known only when it runs here.
+func runningAttemptRow(t *queue.Task, busy []workers.WorkerInfo, now time.Time) templates.AttemptRow {
+	r := templates.AttemptRow{TaskID: t.ID, TaskURL: taskURL(t.ID), Attempt: t.Attempts, Queue: t.Queue,
+		Node: strings.TrimSuffix(t.LeaseOwner, "/"+t.Queue), Worker: "—", Session: t.SessionID,
+		Started: showTime(t.StartedAt, now), Duration: runningFor(t.StartedAt, now),
+		Outcome: string(queue.StateRunning), InProgress: true}
+	for _, b := range busy {
+		if b.TaskID == t.ID {
+			r.Worker = b.Worker
+			if r.Session == "" {
+				r.Session = b.SessionID
+			}
+		}
 	}
 	return r
 }

@@ -78,6 +78,10 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.GET("/logs", u.logs, view)
 	e.GET("/logs/export", u.exportLogs, view)
 	e.GET("/nodes", u.nodes, view)
+	e.GET("/groups", u.groups, view)
+	e.POST("/groups/:name", u.updateGroup, operate)
+	e.GET("/audit", u.audit, view)
+	e.GET("/audit/export", u.exportAudit, view)
 	e.GET("/schedules", u.schedules, view)
 	e.GET("/schedules/new", u.newScheduleForm, operate)
 	e.POST("/schedules/new", u.createSchedule, operate)
@@ -90,6 +94,7 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.POST("/schedules/:name/delete", u.deleteSchedule, operate)
 	e.POST("/queues", u.addQueue, operate)
 	e.POST("/queues/:name", u.updateQueue, operate)
+	e.POST("/queues/:name/delete", u.deleteQueue, operate)
 	e.GET("/ws", u.hub.serve, view)
 }
 
@@ -102,7 +107,7 @@ func (u *Pages) CloseLive(ctx context.Context) error { return u.hub.shutdown(ctx
 func (u *Pages) page(c echo.Context, nav, title string, live templates.Live, qs []queue.Queue) templates.Page {
 	p := templates.Page{
 		Title: title, Nav: nav, Live: live,
-		CSSURL: static.URL("app.css"), JSURL: static.URL("live.js"),
+		CSSURL: static.URL("app.css"), JSURL: static.URL("live.js"), TimeJSURL: static.URL("time.js"),
 		CSRFField: auth.CSRFField, CSRF: u.guard.CSRFToken(c),
 		CanOperate: auth.Can(c, auth.Operator), User: auth.Actor(c),
 		Version: u.version, Flash: u.takeFlash(c),
@@ -181,7 +186,7 @@ func (u *Pages) redirectBack(c echo.Context, fallback, msg string) error {
 
 // ErrorPage renders an error as the dashboard's HTML error page.
 func (u *Pages) ErrorPage(c echo.Context, status int, msg string) error {
-	p := templates.Page{Title: http.StatusText(status), CSSURL: static.URL("app.css"), JSURL: static.URL("live.js"),
+	p := templates.Page{Title: http.StatusText(status), CSSURL: static.URL("app.css"), JSURL: static.URL("live.js"), TimeJSURL: static.URL("time.js"),
 		Version: u.version, User: auth.Actor(c)}
 	return render(c, status, templates.ErrorPage(p, status, msg))
 }
