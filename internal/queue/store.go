@@ -234,6 +234,10 @@ type Options struct {
 	MaxBodyBytes int
 	// Logger receives the store's few log lines; nil discards them.
 	Logger *slog.Logger
+	// Node names the node in the application name of the store's sessions
+	// ("ReadPast store <node>", appname.For); "" leaves it out. A DSN that
+	// names its sessions itself keeps its name.
+	Node string
 }
 
 // SchemaStatus is what Store.SchemaVersion reports.

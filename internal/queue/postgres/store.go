@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"readpast/internal/appname"
 	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/sqlrun"
@@ -38,11 +39,13 @@ type Store struct {
 	// txpool runs transactional bodies (RunTransactional). Its connections
 	// use no named prepared statements (QueryExecModeExec), so each is reset
 	// whole with DISCARD ALL after a body; pool keeps pgx's statement cache.
-	txpool  *pgxpool.Pool
-	conn    *pgx.ConnConfig // a copy for Migrate's short-lived database/sql handle
-	opts    queue.Options
-	log     *slog.Logger
-	notices *sqlrun.NoticeRouter
+	txpool *pgxpool.Pool
+	conn   *pgx.ConnConfig // a copy for Migrate's short-lived database/sql handle
+	// listenerName is the application_name of Listen's connection.
+	listenerName string
+	opts         queue.Options
+	log          *slog.Logger
+	notices      *sqlrun.NoticeRouter
 	// listenCheck is how long Listen waits for a notification before checking
 	// its connection (listenCheckEvery; tests shorten it).
 	listenCheck time.Duration
@@ -61,11 +64,12 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}
+	listener := nameSessions(cfg.ConnConfig, appname.For(appname.Store, opts.Node), opts.Node)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Store{conn: cfg.ConnConfig.Copy(), opts: opts, log: log, notices: &sqlrun.NoticeRouter{}, listenCheck: listenCheckEvery}
+	s := &Store{conn: cfg.ConnConfig.Copy(), listenerName: listener, opts: opts, log: log, notices: &sqlrun.NoticeRouter{}, listenCheck: listenCheckEvery}
 	// On a cancelled context, ask the server to cancel the statement before
 	// giving up on the socket: a task's timeout must stop its SQL on the server,
 	// not only the wait for it.
