@@ -9,7 +9,10 @@ require (
 	github.com/stretchr/testify v1.12.1
 )
 
-require github.com/robfig/cron/v3 v3.0.1
+require (
+	github.com/kardianos/service v1.3.0
+	github.com/robfig/cron/v3 v3.0.1
+)
 
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.23.1 // indirect

@@ -43,7 +43,8 @@ func commands() []command {
 		{"migrate", "[up|status]", "apply the schema to the store (up, the default), or report its version (status)", migrateCmd},
 		{"bench", "", "measure this build on a scratch database (docs/BENCHMARKS.md)", benchCmd},
 		{"selftest", "", "prove ReadPast's guarantees on this server, in a scratch database (docs/SQLSERVER.md)", selftestCmd},
-		{"version", "", "print the version", versionCmd},
+		{"service", "install|uninstall|start|stop|status", "install ReadPast as a Windows service, systemd unit or launchd daemon running serve, or act on it (docs/INSTALL.md)", serviceCmd},
+		{"version", "", "print the version, commit and build date", versionCmd},
 	}
 }
 
@@ -119,9 +120,14 @@ func versionCmd(_ context.Context, _ []string, _ func(string) string, out, _ io.
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: logLevel(level)}))
+}
+
+// logLevel reads --log-level; what does not parse is info.
+func logLevel(level string) slog.Level {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	return l
 }

@@ -23,7 +23,7 @@ import (
 // serveCmd is `readpast serve [flags]`, and `readpast [flags]`.
 func serveCmd(ctx context.Context, args []string, getenv func(string) string, _, errOut io.Writer) int {
 	return withConfig("serve", "", args, getenv, errOut, func(cfg config, log *slog.Logger) error {
-		return serve(ctx, cfg, log)
+		return runServe(ctx, cfg, log)
 	})
 }
 
