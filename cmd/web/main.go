@@ -17,9 +17,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
@@ -111,11 +108,6 @@ func withConfig(name, argsUsage string, args []string, getenv func(string) strin
 		log.Error(name+" failed", "err", err)
 		return 1
 	}
-	return 0
-}
-
-func versionCmd(_ context.Context, _ []string, _ func(string) string, out, _ io.Writer) int {
-	fmt.Fprintln(out, "readpast", version)
 	return 0
 }
 
