@@ -2,7 +2,6 @@ package target_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -47,34 +46,5 @@ func TestWorkerSessionsNameThemselves(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"nightly-etl"}, testenv.QueryStrings(t, e.Dialect, e.DSN, sessionName(e.Dialect, res.SessionID)),
 			"a name the DSN sets stands")
-	})
-}
-
-// While a worker's session runs a labelled body it says so (PostgreSQL's
-// application_name, set with the body's first batch); after the body the
-// reset gives the session its own name back.
-func TestWorkerSessionNamesItsTask(t *testing.T) {
-	t.Parallel()
-	testenv.ForEachDialectDSN(t, func(t *testing.T, e *testenv.Env) {
-		if e.Dialect != testenv.Postgres {
-			t.Skip("only PostgreSQL's session name is set per body (docs/INSTALL.md)")
-		}
-		tgt, err := target.OpenOnNode(e.Ctx, e.DSN, "node-7")
-		require.NoError(t, err)
-		defer tgt.Close()
-		session := make(chan string, 1)
-		done := make(chan error, 1)
-		go func() {
-			_, err := tgt.Run(target.WithLabel(e.Ctx, "task 42"), testenv.SleepBody(t, e.Dialect, 2*time.Second)+";\nGO\nSELECT 1", func(id string) { session <- id })
-			done <- err
-		}()
-		id := <-session
-		require.Eventually(t, func() bool {
-			names := testenv.QueryStrings(t, e.Dialect, e.DSN, sessionName(e.Dialect, id))
-			return len(names) == 1 && names[0] == "ReadPast worker node-7 task 42"
-		}, 2*time.Second, 20*time.Millisecond, "the running session names its task")
-		require.NoError(t, <-done)
-		require.Equal(t, []string{"ReadPast worker node-7"}, testenv.QueryStrings(t, e.Dialect, e.DSN, sessionName(e.Dialect, id)),
-			"after the body the session has its own name again")
 	})
 }

@@ -22,7 +22,6 @@ const defaultTargetConns = 100
 
 type postgresTarget struct {
 	pool *pgxpool.Pool
-	name string // the sessions' application_name between bodies
 	// notices routes each connection's NOTICEs to the execution running on it.
 	notices sqlrun.NoticeRouter
 }
@@ -44,7 +43,7 @@ func openPostgres(ctx context.Context, dsn, name string) (*postgresTarget, error
 		// demand, so the cap costs nothing while unused.
 		cfg.MaxConns = defaultTargetConns
 	}
-	t := &postgresTarget{name: cfg.ConnConfig.RuntimeParams["application_name"]}
+	t := &postgresTarget{}
 	cfg.ConnConfig.OnNotice = t.notices.Handle
 	// On cancel or timeout, send a cancel request at once so the server stops the
 	// statement (closing the socket alone leaves pg_sleep running); give it two
@@ -95,16 +94,8 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 			err = errOpenTransaction
 		}
 	}()
-	setName := ""
-	if label := labelOf(ctx); label != "" {
-		setName = setApplicationName(labelledName(t.name, label))
-	}
 	for i, run := range runs {
 		queries := []string{run.Text}
-		if i == 0 && setName != "" {
-			// Before the body, in the same exchange: no round trip of its own.
-			queries = []string{setName, run.Text}
-		}
 		// A COPY FROM STDIN answers with CopyFail and must not find a query
 		// waiting behind it: the server would read it as COPY data.
 		last := i == len(runs)-1 && !strings.Contains(strings.ToLower(run.Text), "stdin")
@@ -119,11 +110,6 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 		}
 		if ioErr != nil {
 			return res, labelled(runs, i, ioErr)
-		}
-		if i == 0 && setName != "" {
-			// Its outcome is not the body's: the server ran the body
-			// whatever the SET did, and the reset after it undoes the SET.
-			out = out[1:]
 		}
 		res.RowsAffected += out[0].Rows
 		if last {
