@@ -64,14 +64,14 @@ func Connector(dsn, app string) (*mssql.Connector, Login, error) {
 		// Read krb5.conf, the keytab or the credential cache now, so a path
 		// that is wrong is said at start, not at the first connection.
 		if _, err := krb5.AuthProviderFunc.GetIntegratedAuthenticator(cfg); err != nil {
-			return nil, Login{}, fmt.Errorf("Kerberos login (authenticator=krb5): %w: give krb5-configfile with either krb5-keytabfile, user id and krb5-realm, or krb5-credcachefile (docs/SQLSERVER.md)", err)
+			return nil, Login{}, fmt.Errorf("the Kerberos login (authenticator=krb5) cannot start: %w: give krb5-configfile with either krb5-keytabfile, user id and krb5-realm, or krb5-credcachefile (docs/SQLSERVER.md)", err)
 		}
 	}
 	// azuread's connector is go-mssqldb's own for every DSN without fedauth,
 	// and the Entra ID one for a DSN with it.
 	c, err := azuread.NewConnector(named)
 	if err != nil {
-		return nil, Login{}, fmt.Errorf("%s login: %w (docs/SQLSERVER.md lists each fedauth value's parameters)", login.Method, err)
+		return nil, Login{}, fmt.Errorf("logging in with %s: %w (docs/SQLSERVER.md lists each fedauth value's parameters)", login.Method, err)
 	}
 	return c, login, nil
 }
