@@ -15,9 +15,13 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
+# COMMIT and DATE as scripts/release stamps them (`readpast version` prints them):
+#   --build-arg COMMIT=$(git rev-parse HEAD) --build-arg DATE=$(git show -s --format=%cI HEAD)
+ARG COMMIT=
+ARG DATE=
 # Pure Go (modernc SQLite, pgx, go-mssqldb): no cgo, a fully static binary.
 # The templ output (*_templ.go) is committed, so no templ step is needed.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/readpast ./cmd/web
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.date=${DATE}" -o /out/readpast ./cmd/web
 # The data directory, owned by the runtime user (distroless has no shell to make it).
 RUN mkdir -p /out/data
 

@@ -17,9 +17,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
@@ -43,7 +40,8 @@ func commands() []command {
 		{"migrate", "[up|status]", "apply the schema to the store (up, the default), or report its version (status)", migrateCmd},
 		{"bench", "", "measure this build on a scratch database (docs/BENCHMARKS.md)", benchCmd},
 		{"selftest", "", "prove ReadPast's guarantees on this server, in a scratch database (docs/SQLSERVER.md)", selftestCmd},
-		{"version", "", "print the version", versionCmd},
+		{"service", "install|uninstall|start|stop|status", "install ReadPast as a Windows service, systemd unit or launchd daemon running serve, or act on it (docs/INSTALL.md)", serviceCmd},
+		{"version", "", "print the version, commit and build date", versionCmd},
 	}
 }
 
@@ -113,15 +111,15 @@ func withConfig(name, argsUsage string, args []string, getenv func(string) strin
 	return 0
 }
 
-func versionCmd(_ context.Context, _ []string, _ func(string) string, out, _ io.Writer) int {
-	fmt.Fprintln(out, "readpast", version)
-	return 0
+func newLogger(w io.Writer, level string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: logLevel(level)}))
 }
 
-func newLogger(w io.Writer, level string) *slog.Logger {
+// logLevel reads --log-level; what does not parse is info.
+func logLevel(level string) slog.Level {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	return l
 }

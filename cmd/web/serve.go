@@ -23,7 +23,7 @@ import (
 // serveCmd is `readpast serve [flags]`, and `readpast [flags]`.
 func serveCmd(ctx context.Context, args []string, getenv func(string) string, _, errOut io.Writer) int {
 	return withConfig("serve", "", args, getenv, errOut, func(cfg config, log *slog.Logger) error {
-		return serve(ctx, cfg, log)
+		return runServe(ctx, cfg, log)
 	})
 }
 
@@ -33,7 +33,11 @@ func serveCmd(ctx context.Context, args []string, getenv func(string) string, _,
 // → store and target connections. Every node runs a scheduler: there is no
 // leader, the store makes each fire time one task (docs/SCHEDULES.md).
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
-	store, err := open.Store(ctx, cfg.DSN, queue.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, DeadSessionBound: cfg.Lease})
+	if cfg.NodeID == "" {
+		// Named before connecting: every session carries the node's name.
+		cfg.NodeID = workers.DefaultNodeID()
+	}
+	store, err := open.Store(ctx, cfg.DSN, queue.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log, Node: cfg.NodeID, DeadSessionBound: cfg.Lease})
 	if err != nil {
 		return startFailed(ctx, log, err)
 	}
@@ -47,7 +51,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if targetDSN == "" {
 		targetDSN = cfg.DSN
 	}
-	tgt, err := target.Open(ctx, targetDSN)
+	tgt, err := target.OpenOnNode(ctx, targetDSN, cfg.NodeID)
 	if err != nil {
 		return startFailed(ctx, log, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,15 +60,6 @@ func (m *CPUMeter) Used() (time.Duration, error) {
 		}
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
-}
-
-// ProcessCPU is this process's own CPU time (user and system) so far.
-func ProcessCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every

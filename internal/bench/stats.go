@@ -3,10 +3,12 @@ package bench
 import (
 	"context"
 	"database/sql"
-	"readpast/internal/dialect"
 
 	"github.com/jackc/pgx/v5"
-	_ "github.com/microsoft/go-mssqldb" // registers "sqlserver" for the commit counter
+
+	"readpast/internal/appname"
+	"readpast/internal/dialect"
+	"readpast/internal/mssqllogin"
 )
 
 // writeTxCount reads how many write transactions the server has committed (each
@@ -30,10 +32,11 @@ func writeTxCount(ctx context.Context, c Config) int64 {
 		}
 		return n
 	case dialect.SQLServer:
-		db, err := sql.Open("sqlserver", c.DSN)
+		connector, _, err := mssqllogin.Connector(c.DSN, appname.For("bench", ""))
 		if err != nil {
 			return -1
 		}
+		db := sql.OpenDB(connector)
 		defer db.Close()
 		var n int64
 		// Cumulative despite its name; needs VIEW SERVER STATE.

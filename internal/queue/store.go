@@ -261,6 +261,10 @@ type Options struct {
 	// and TCP keepalives on every store session; SQL Server has no
 	// idle-in-transaction timeout (docs/RELIABILITY.md).
 	DeadSessionBound time.Duration
+	// Node names the node in the application name of the store's sessions
+	// ("ReadPast store <node>", appname.For); "" leaves it out. A DSN that
+	// names its sessions itself keeps its name.
+	Node string
 }
 
 // DefaultDeadSessionBound is Options.DeadSessionBound when unset: the default

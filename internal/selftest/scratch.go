@@ -9,14 +9,16 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-	mssql "github.com/microsoft/go-mssqldb"
-	_ "modernc.org/sqlite" // the "sqlite" driver
+	_ "modernc.org/sqlite"             // the "sqlite" driver
 
+	"readpast/internal/appname"
 	"readpast/internal/dialect"
+	"readpast/internal/mssqllogin"
 	"readpast/internal/queue/sqlserver"
 )
 
@@ -26,6 +28,7 @@ type scratch struct {
 	dsn    string  // the store DSN of the scratch
 	where  string  // how the report names it
 	server string  // the server's version string
+	login  string  // the login method and the principal the server says it ran as
 	db     *sql.DB // the probes' own connections to the scratch
 	remove func(ctx context.Context) error
 	// SQL Server: the DSN's own database, the one ReadPast would use, and
@@ -65,7 +68,7 @@ func sqliteScratch(ctx context.Context, dsn, name string) (*scratch, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("creating the scratch file %s: %w", file, err)
 	}
-	return &scratch{dsn: "sqlite://" + file, where: file, server: "SQLite " + version, db: db,
+	return &scratch{dsn: "sqlite://" + file, where: file, server: "SQLite " + version, db: db, login: osLogin(),
 		remove: func(context.Context) error {
 			_ = db.Close()
 			var errs []error
@@ -86,8 +89,8 @@ func postgresScratch(ctx context.Context, dsn, name string) (*scratch, error) {
 		return nil, err
 	}
 	defer admin.Close()
-	var version string
-	if err := admin.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
+	var version, role string
+	if err := admin.QueryRowContext(ctx, "SELECT version(), session_user").Scan(&version, &role); err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+name); err != nil {
@@ -115,22 +118,25 @@ func postgresScratch(ctx context.Context, dsn, name string) (*scratch, error) {
 		_, err = admin.ExecContext(ctx, "DROP SCHEMA "+name+" CASCADE")
 		return err
 	}
-	return &scratch{dsn: scratchDSN, where: "schema " + name, server: firstLine(version), db: db, remove: drop}, nil
+	return &scratch{dsn: scratchDSN, where: "schema " + name, server: firstLine(version), db: db, remove: drop,
+		login: "PostgreSQL role " + role + " (the server's pg_hba.conf chose the method)"}, nil
 }
 
 // sqlServerScratch is a database of its own on the DSN's server, or the empty
 // database cfg.Database names (left empty again by the down migrations).
 func sqlServerScratch(ctx context.Context, cfg Config, name string) (*scratch, error) {
-	connector, err := mssql.NewConnector(cfg.DSN)
+	sessions := appname.For(appname.Selftest, "")
+	connector, login, err := mssqllogin.Connector(cfg.DSN, sessions)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the DSN: %w", err)
+		return nil, err
 	}
 	admin := sql.OpenDB(connector)
 	defer admin.Close()
-	var version, storeDB string
-	if err := admin.QueryRowContext(ctx, "SELECT @@VERSION, DB_NAME();").Scan(&version, &storeDB); err != nil {
-		return nil, fmt.Errorf("connecting: %w", err)
+	var version, storeDB, principal string
+	if err := admin.QueryRowContext(ctx, "SELECT @@VERSION, DB_NAME(), SUSER_SNAME();").Scan(&version, &storeDB, &principal); err != nil {
+		return nil, fmt.Errorf("connecting with %s: %w", login, err)
 	}
+	login.Principal = principal // the server's word, not the DSN's
 	var one int
 	openJSON := admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM OPENJSON(N'[1]');`).Scan(&one) == nil
 	own := cfg.Database == ""
@@ -145,7 +151,7 @@ func sqlServerScratch(ctx context.Context, cfg Config, name string) (*scratch, e
 	if err != nil {
 		return nil, err
 	}
-	c, err := mssql.NewConnector(scratchDSN)
+	c, _, err := mssqllogin.Connector(scratchDSN, sessions)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +182,7 @@ func sqlServerScratch(ctx context.Context, cfg Config, name string) (*scratch, e
 		return err
 	}
 	return &scratch{dsn: scratchDSN, where: "database " + name, server: firstLine(version), db: db, remove: drop,
-		storeDB: storeDB, openJSON: openJSON}, nil
+		storeDB: storeDB, openJSON: openJSON, login: login.String()}, nil
 }
 
 func quoteName(s string) string { return "[" + strings.ReplaceAll(s, "]", "]]") + "]" }
@@ -190,4 +196,13 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// osLogin is SQLite's login: the file is opened as this process's account.
+func osLogin() string {
+	name := "this process's account"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return "file access (SQLite has no logins) as " + name
 }

@@ -72,6 +72,7 @@ type Report struct {
 	Dialect dialect.Dialect
 	Server  string // the server's own name for its version
 	Scratch string // where the probes ran
+	Login   string // how it logged in and as whom, as the server reports the principal
 	Checks  []Check
 }
 
@@ -87,7 +88,7 @@ func (r Report) Failed() bool {
 
 // Write prints the report as a table, then a summary line.
 func (r Report) Write(w io.Writer) {
-	fmt.Fprintf(w, "ReadPast selftest on %s (%s), scratch %s\n\n", r.Dialect, r.Server, r.Scratch)
+	fmt.Fprintf(w, "ReadPast selftest on %s (%s), scratch %s\nlogin: %s\n\n", r.Dialect, r.Server, r.Scratch, r.Login)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESULT\tPROBE\tGUARANTEE\tEVIDENCE")
 	counts := map[Status]int{}
@@ -143,7 +144,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.Scratch, rep.Server = sc.where, sc.server
+	rep.Scratch, rep.Server, rep.Login = sc.where, sc.server, sc.login
 	defer func() {
 		if cfg.Keep {
 			fmt.Fprintf(cfg.Progress, "keeping the scratch %s\n", sc.where)

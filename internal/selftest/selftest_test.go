@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"readpast/internal/mssqllogin"
 	"readpast/internal/queue"
 	"readpast/internal/testenv"
 )
@@ -49,6 +50,9 @@ func TestSelftestPassesAndCleansUp(t *testing.T) {
 			}
 			require.Contains(t, out.String(), "PASS")
 			require.Contains(t, out.String(), "claimers never wait")
+			login := map[testenv.Dialect]string{testenv.SQLite: "login: file access (SQLite has no logins) as ",
+				testenv.Postgres: "login: PostgreSQL role postgres ", testenv.SQLServer: "login: " + mssqllogin.SQLAuth + " as "}[d]
+			require.Contains(t, out.String(), login, "the report says how selftest logged in and as whom")
 			requireNoScratchLeft(t, d, dsn)
 		})
 	}

@@ -26,10 +26,15 @@ type postgresTarget struct {
 	notices sqlrun.NoticeRouter
 }
 
-func openPostgres(ctx context.Context, dsn string) (*postgresTarget, error) {
+// openPostgres connects to the PostgreSQL database dsn names, its sessions'
+// application_name name unless the DSN sets one.
+func openPostgres(ctx context.Context, dsn, name string) (*postgresTarget, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("target: parsing postgres dsn: %w", err)
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = name
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		// One connection per running task: pgxpool's default (4 on a 2-core

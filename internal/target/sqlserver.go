@@ -25,9 +25,8 @@ import (
 	"strings"
 	"time"
 
-	mssql "github.com/microsoft/go-mssqldb"
-
 	"readpast/internal/dialect"
+	"readpast/internal/mssqllogin"
 	"readpast/internal/sqlrun"
 	"readpast/internal/sqlscript"
 )
@@ -46,12 +45,13 @@ const (
 
 type sqlServerTarget struct{ db *sql.DB }
 
-// openSQLServer connects to the SQL Server a sqlserver:// DSN names (any form
-// go-mssqldb accepts) and checks that it answers.
-func openSQLServer(ctx context.Context, dsn string) (*sqlServerTarget, error) {
-	connector, err := mssql.NewConnector(dsn)
+// openSQLServer connects to the SQL Server a sqlserver:// DSN names, with any
+// login go-mssqldb takes (mssqllogin), its sessions named name, and checks
+// that it answers.
+func openSQLServer(ctx context.Context, dsn, name string) (*sqlServerTarget, error) {
+	connector, _, err := mssqllogin.Connector(dsn, name)
 	if err != nil {
-		return nil, fmt.Errorf("target: parsing the sqlserver dsn: %w", err)
+		return nil, fmt.Errorf("target: %w", err)
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxIdleConns(sqlServerMaxIdle)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 
+	"readpast/internal/appname"
 	"readpast/internal/dialect"
 	"readpast/internal/sqlscript"
 )
@@ -32,17 +33,24 @@ type Target interface {
 	Close() error
 }
 
-// Open connects to the target a DSN names (same DSN forms as the store).
-func Open(ctx context.Context, dsn string) (Target, error) {
+// Open connects to the target a DSN names (same DSN forms as the store), its
+// sessions named "ReadPast worker".
+func Open(ctx context.Context, dsn string) (Target, error) { return OpenOnNode(ctx, dsn, "") }
+
+// OpenOnNode is Open for node: its sessions are named "ReadPast worker <node>"
+// (appname.For), SQL Server's program_name and PostgreSQL's application_name,
+// unless the DSN names them itself.
+func OpenOnNode(ctx context.Context, dsn, node string) (Target, error) {
 	d, path, err := dialect.Parse(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
+	name := appname.For(appname.Worker, node)
 	switch d {
 	case dialect.Postgres:
-		return openPostgres(ctx, dsn)
+		return openPostgres(ctx, dsn, name)
 	case dialect.SQLServer:
-		return openSQLServer(ctx, dsn)
+		return openSQLServer(ctx, dsn, name)
 	}
 	return openSQLite(ctx, path)
 }

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"os/user"
 	"strconv"
-	"syscall"
 )
 
 // runner runs the server's own programs. PostgreSQL refuses to run as root, so
@@ -52,7 +51,7 @@ func (r runner) command(name string, args ...string) *exec.Cmd {
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "TZ=UTC"}
 	if r.asPostgres {
 		cmd.Env = append(cmd.Env, "HOME="+r.home, "USER=postgres", "LOGNAME=postgres")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: r.uid, Gid: r.gid}}
+		cmd.SysProcAttr = runAs(r.uid, r.gid)
 		// The server must not inherit root's working directory, which postgres
 		// cannot read.
 		cmd.Dir = "/"

@@ -32,7 +32,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -217,7 +216,7 @@ pid=$(head -n 1 "$2/postmaster.pid" 2>/dev/null) && kill -QUIT "$pid" 2>/dev/nul
 sleep 2
 rm -rf "$3"`
 	cmd := exec.Command("sh", "-c", script, "testpg-guard", strconv.Itoa(os.Getpid()), s.dataDir(), s.dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = ownSession()
 	if err := cmd.Start(); err == nil {
 		s.guard = cmd
 	}

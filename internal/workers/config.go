@@ -46,11 +46,17 @@ type Config struct {
 	Observer Observer
 }
 
+// DefaultNodeID is a node's name when none is given: hostname-pid, unique per
+// process.
+func DefaultNodeID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
 // withDefaults fills zero fields and checks the rest.
 func (c Config) withDefaults() (Config, error) {
 	if c.NodeID == "" {
-		host, _ := os.Hostname()
-		c.NodeID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		c.NodeID = DefaultNodeID()
 	}
 	if c.DefaultWorkers == nil {
 		four := 4

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"readpast/internal/appname"
 )
 
 // NotifyChannel is the channel readpast_enqueue notifies, once per distinct
@@ -25,22 +27,16 @@ const (
 	listenStable = 10 * time.Second
 )
 
-// ListenerApplicationName is the application_name of the listener's connection
-// (followed by the DSN's own application_name, if it sets one), so that it can
-// be told apart in pg_stat_activity.
-const ListenerApplicationName = "readpast listener"
+// ListenerApplicationName starts the application_name of the listener's
+// connection, followed by the node's name (or by the DSN's own
+// application_name, if it sets one), so that it can be told apart in
+// pg_stat_activity.
+const ListenerApplicationName = appname.Product + " " + appname.Listener
 
 // listenConfig is the store's connection config for the listener's own connection.
 func (s *Store) listenConfig() *pgx.ConnConfig {
 	cfg := s.conn.Copy()
-	name := ListenerApplicationName
-	if app := cfg.RuntimeParams["application_name"]; app != "" {
-		name += " " + app
-	}
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
-	}
-	cfg.RuntimeParams["application_name"] = name
+	cfg.RuntimeParams["application_name"] = s.listenerName
 	return cfg
 }
 

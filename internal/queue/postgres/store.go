@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"readpast/internal/appname"
 	"readpast/internal/dialect"
 	"readpast/internal/queue"
 	"readpast/internal/sqlrun"
@@ -39,11 +40,13 @@ type Store struct {
 	// txpool runs transactional bodies (RunTransactional). Its connections
 	// use no named prepared statements (QueryExecModeExec), so each is reset
 	// whole with DISCARD ALL after a body; pool keeps pgx's statement cache.
-	txpool  *pgxpool.Pool
-	conn    *pgx.ConnConfig // a copy for Migrate's short-lived database/sql handle
-	opts    queue.Options
-	log     *slog.Logger
-	notices *sqlrun.NoticeRouter
+	txpool *pgxpool.Pool
+	conn   *pgx.ConnConfig // a copy for Migrate's short-lived database/sql handle
+	// listenerName is the application_name of Listen's connection.
+	listenerName string
+	opts         queue.Options
+	log          *slog.Logger
+	notices      *sqlrun.NoticeRouter
 	// listenCheck is how long Listen waits for a notification before checking
 	// its connection (listenCheckEvery; tests shorten it).
 	listenCheck time.Duration
@@ -62,11 +65,12 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}
+	listener := nameSessions(cfg.ConnConfig, appname.For(appname.Store, opts.Node), opts.Node)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Store{conn: cfg.ConnConfig.Copy(), opts: opts, log: log, notices: &sqlrun.NoticeRouter{}, listenCheck: listenCheckEvery}
+	s := &Store{conn: cfg.ConnConfig.Copy(), listenerName: listener, opts: opts, log: log, notices: &sqlrun.NoticeRouter{}, listenCheck: listenCheckEvery}
 	for k, v := range deadSessionParams(opts.DeadSessionBound) {
 		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set { // the DSN's own wins
 			cfg.ConnConfig.RuntimeParams[k] = v

@@ -13,7 +13,9 @@ import (
 	migratesqlserver "github.com/golang-migrate/migrate/v4/database/sqlserver"
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"readpast/internal/appname"
 	"readpast/internal/dialect"
+	"readpast/internal/mssqllogin"
 	"readpast/internal/queue"
 	"readpast/migrations"
 )
@@ -36,9 +38,9 @@ var _ queue.Store = (*Store)(nil)
 // accepts: sqlserver://user:pass@host?database=db, or an ADO string) and
 // checks that it answers. It does not migrate: call Migrate.
 func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
-	connector, err := mssql.NewConnector(dsn)
+	connector, _, err := mssqllogin.Connector(dsn, appname.For(appname.Store, opts.Node))
 	if err != nil {
-		return nil, fmt.Errorf("sqlserver: parsing the store DSN: %w", err)
+		return nil, fmt.Errorf("sqlserver: opening the store: %w", err)
 	}
 	db := sql.OpenDB(connector)
 	// Connections that sit idle behind a firewall get cut silently; recycle them.

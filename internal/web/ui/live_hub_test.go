@@ -204,7 +204,7 @@ func TestLiveDropsClientThatNeverReads(t *testing.T) {
 		// The stuck client's socket takes in only a few kilobytes.
 		small := &websocket.Dialer{HandshakeTimeout: 5 * time.Second, NetDialContext: (&net.Dialer{
 			Control: func(_, _ string, rc syscall.RawConn) error {
-				return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+				return rc.Control(func(fd uintptr) { setRecvBuffer(fd, 2048) })
 			}}).DialContext}
 		stuck := dialLive(t, url+"?view=tasks", small)
 		readers := make([]*wsClient, 5)
