@@ -46,6 +46,7 @@ func openPostgres(ctx context.Context, dsn string) (*postgresTarget, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 2 * time.Second}
 	}
+	sqlrun.CheckClientGone(cfg)
 	t.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("target: connecting to postgres: %w", err)
