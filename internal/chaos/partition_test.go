@@ -48,9 +48,9 @@ const partitionGoal = 0.8
 // SIGSTOP b (a frozen node runs nothing, the fence included), each for a
 // window longer than the lease plus a reclaim, then restored. Throughout, a
 // backlog of short transactional and ordinary tasks keeps every node busy,
-// and before each fault long tasks (two leases) are enqueued ahead of it and
-// the hurt node holds one, so that its copy outlives its lease and another
-// node takes the task over during the window.
+// and before each fault long tasks (four leases) are enqueued ahead of it
+// until the hurt node holds one, so that its copy, left alone, would run well
+// past the reclaim of its lease, when another node takes the task over.
 //
 // Checked: what the server ran (testenv.SessionWatch, by the server's clock)
 // never shows two sessions running one task's body at once; every task
@@ -139,7 +139,7 @@ func TestPartitionStopsNoOtherNode(t *testing.T) {
 		// which take many tasks at once, may take the first ones.
 		holds := 0
 		for round := 0; round < 20 && holds == 0; round++ {
-			keys := w.enqueueLong(t, 2*p.lease)
+			keys := w.enqueueLong(t, 4*p.lease)
 			longKeys = append(longKeys, keys...)
 			holds = w.held(t, s.hurt.name, longKeys, keepBusy)
 		}
