@@ -145,11 +145,21 @@ func TestPartitionStopsNoOtherNode(t *testing.T) {
 		}
 
 		before := finishedByNode(t, db, time.Now().Add(-p.measure), time.Now())
+		cpu := make([]time.Duration, len(nodes))
+		for i, n := range nodes {
+			cpu[i] = cpuTime(n.cmd.Process.Pid)
+		}
 		s.fault()
 		began := time.Now()
 		keepBusy(p.window)
 		ended := time.Now()
 		during := finishedByNode(t, db, began, ended)
+		// What each node cost the machine in the window: a hurt node that
+		// spun on its errors would take the others' CPU.
+		used := map[string]string{}
+		for i, n := range nodes {
+			used[n.name] = (cpuTime(n.cmd.Process.Pid) - cpu[i]).String()
+		}
 		s.restore()
 		keepBusy(p.settle)
 
@@ -166,8 +176,8 @@ func TestPartitionStopsNoOtherNode(t *testing.T) {
 		kept := rateDuring / max(rateBefore, 1)
 		doneDuring += float64(others(during))
 		expected += rateBefore * ended.Sub(began).Seconds()
-		t.Logf("%s (%s–%s): node %s held %d long tasks; the other nodes finished %.0f tasks/s before and %.0f/s during the %s window: kept %.0f %% (per node before %v, during %v)",
-			s.name, began.Format("15:04:05.000"), ended.Format("15:04:05.000"), s.hurt.name, holds, rateBefore, rateDuring, ended.Sub(began).Round(time.Millisecond), 100*kept, before, during)
+		t.Logf("%s (%s–%s): node %s held %d long tasks; the other nodes finished %.0f tasks/s before and %.0f/s during the %s window: kept %.0f %% (per node before %v, during %v; CPU used in the window %v)",
+			s.name, began.Format("15:04:05.000"), ended.Format("15:04:05.000"), s.hurt.name, holds, rateBefore, rateDuring, ended.Sub(began).Round(time.Millisecond), 100*kept, before, during, used)
 		if kept < partitionGoal {
 			missed = append(missed, fmt.Sprintf("%s: kept %.0f %%", s.name, 100*kept))
 		}
