@@ -65,8 +65,11 @@ func (s shape) size() int { return s.tx + s.ordinary }
 type workload struct {
 	database
 	queue string
-	tags  map[int64]string // task id → its effect's tag: tx-N or ord-N
-	next  int
+	// txQueue is the queue of the transactional tasks when it is not queue:
+	// the partition test runs them on the nodes whose target is the store only.
+	txQueue string
+	tags    map[int64]string // task id → its effect's tag: tx-N or ord-N
+	next    int
 }
 
 func newWorkload(t *testing.T, d database, queueName string) *workload {
@@ -85,7 +88,7 @@ func (w *workload) enqueue(t *testing.T, s shape) {
 			w.next++
 			tag := fmt.Sprintf("%s-%d", kind, w.next)
 			d := sleep[0] + rand.N(sleep[1]-sleep[0]+1)
-			tasks = append(tasks, queue.NewTask{Queue: w.queue, Transactional: transactional, MaxAttempts: 1000,
+			tasks = append(tasks, queue.NewTask{Queue: w.queueOf(transactional), Transactional: transactional, MaxAttempts: 1000,
 				Body: fmt.Sprintf("INSERT INTO chaos_effect (tag) VALUES ('%s')\nGO\n%s", tag, testenv.SleepBody(t, w.Dialect, d))})
 			tags = append(tags, tag)
 		}
@@ -100,11 +103,46 @@ func (w *workload) enqueue(t *testing.T, s shape) {
 	}
 }
 
+// queueOf is the queue of a task of the workload.
+func (w *workload) queueOf(transactional bool) string {
+	if transactional && w.txQueue != "" {
+		return w.txQueue
+	}
+	return w.queue
+}
+
+// queues are the workload's queues.
+func (w *workload) queues() []string {
+	if w.txQueue == "" || w.txQueue == w.queue {
+		return []string{w.queue}
+	}
+	return []string{w.queue, w.txQueue}
+}
+
+// pending counts the workload's tasks waiting to be claimed; ok is false
+// when the store could not say.
+func (w *workload) pending() (n int64, ok bool) {
+	for _, q := range w.queues() {
+		c, err := queueCounts(w.Store, q)
+		if err != nil {
+			return 0, false
+		}
+		n += c[queue.StatePending]
+	}
+	return n, true
+}
+
 // unfinished counts the workload's tasks not yet finished; ok is false when
 // the store could not say (a fault test's server may be down).
 func (w *workload) unfinished() (n int64, ok bool) {
-	c, err := queueCounts(w.Store, w.queue)
-	return c[queue.StatePending] + c[queue.StateRunning], err == nil
+	for _, q := range w.queues() {
+		c, err := queueCounts(w.Store, q)
+		if err != nil {
+			return 0, false
+		}
+		n += c[queue.StatePending] + c[queue.StateRunning]
+	}
+	return n, true
 }
 
 // queueCounts reads how many tasks of queue q are in each state.
@@ -156,7 +194,13 @@ func (c tally) String() string {
 func (w *workload) verify(t *testing.T, allowed ...queue.Outcome) tally {
 	t.Helper()
 	c := tally{attempts: map[queue.Outcome]int{}}
-	tasks, attempts := readQueue(t, w.database, w.queue)
+	var tasks []*queue.Task
+	attempts := map[int64][]queue.AttemptRecord{}
+	for _, q := range w.queues() {
+		qt, qa := readQueue(t, w.database, q)
+		tasks = append(tasks, qt...)
+		maps.Copy(attempts, qa)
+	}
 	require.Len(t, tasks, len(w.tags), "every task enqueued is in the store")
 	for _, task := range tasks {
 		require.Equal(t, queue.StateSucceeded, task.State, "task %d (%s) ended %s: %s", task.ID, w.tags[task.ID], task.State, task.LastError)

@@ -51,6 +51,7 @@ func openPostgres(ctx context.Context, dsn, name string) (*postgresTarget, error
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 2 * time.Second}
 	}
+	sqlrun.CheckClientGone(cfg)
 	t.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("target: connecting to postgres: %w", err)
@@ -95,8 +96,15 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 			err = errOpenTransaction
 		}
 	}()
+	name := sessionName(ctx)
 	for i, run := range runs {
-		queries := []string{run.Text}
+		var queries []string
+		if i == 0 && name != "" {
+			// Named in the first batch's round trip: no round trip of its own.
+			queries = append(queries, "SET application_name = '"+strings.ReplaceAll(name, "'", "''")+"'")
+		}
+		body := len(queries)
+		queries = append(queries, run.Text)
 		// A COPY FROM STDIN answers with CopyFail and must not find a query
 		// waiting behind it: the server would read it as COPY data.
 		last := i == len(runs)-1 && !strings.Contains(strings.ToLower(run.Text), "stdin")
@@ -112,11 +120,11 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 		if ioErr != nil {
 			return res, labelled(runs, i, ioErr)
 		}
-		res.RowsAffected += out[0].Rows
+		res.RowsAffected += out[body].Rows
 		if last {
-			reset = out[1].Err == nil
+			reset = out[body+1].Err == nil
 		}
-		if err := out[0].Err; err != nil {
+		if err := out[body].Err; err != nil {
 			return res, labelled(runs, i, err)
 		}
 	}

@@ -80,7 +80,9 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 			runErr = errors.New("the transactional body was rolled back")
 		}
 	} else {
-		res, err := x.target.Run(ctx, t.Body, e.setSession)
+		// Named after the attempt, so the node that reclaims its lease can
+		// end the session if this node freezes or is cut off (reclaim.go).
+		res, err := x.target.Run(target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease())), t.Body, e.setSession)
 		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
 		runErr = err
 	}

@@ -64,6 +64,9 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: *cfg.DefaultWorkers,
 		apply: pools.configure, log: log}
 	n.reclaimer = &reclaimer{store: store, interval: cfg.ReclaimEvery, wake: pools.wakeAll, log: log}
+	if ender, ok := tgt.(target.SessionEnder); ok {
+		n.reclaimer.ender, n.reclaimer.endWithin = ender, cfg.fenceMargin()
+	}
 	n.listener = &listener{store: store, wake: pools.wake, log: log}
 	n.retention = &retention{purge: logs.Retention{Store: store, LogAge: cfg.LogRetention, TaskAge: cfg.TaskRetention, Logger: log},
 		interval: cfg.RetentionEvery, log: log}

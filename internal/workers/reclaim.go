@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"readpast/internal/queue"
+	"readpast/internal/target"
 )
 
 // reclaimBatch bounds the expired leases one reclaim takes back.
@@ -14,12 +17,22 @@ const reclaimBatch = 100
 // logged lost and its task retried or failed, and the node's pools are woken
 // to claim what became pending. Every node runs one, so tasks of a node that
 // died come back as long as any node lives.
+//
+// Before a lease is taken back, its attempt's session on the target is ended
+// when the target can (ender: PostgreSQL), found by the name the attempt gave
+// it (queue.AttemptSessionName). A node frozen whole, or cut off from a target
+// that is its store, runs no fence, and the server would run its body on beside
+// the next attempt; a node merely dead has no session left, and nothing is
+// ended. Ending is best effort: an error is logged and the reclaim goes on, as
+// it did before.
 type reclaimer struct {
 	lifecycle
-	store    Store
-	interval time.Duration
-	wake     func() // wakes every pool of the node
-	log      *slog.Logger
+	store     Store
+	interval  time.Duration
+	wake      func() // wakes every pool of the node
+	ender     target.SessionEnder
+	endWithin time.Duration // how long ending the sessions may take before the reclaim goes on
+	log       *slog.Logger
 }
 
 // Start reclaims every interval until ctx ends or Stop.
@@ -28,6 +41,9 @@ func (r *reclaimer) Start(ctx context.Context) {
 }
 
 func (r *reclaimer) reclaim(ctx context.Context) {
+	if r.ender != nil {
+		ctx = queue.WithLostSessionEnder(ctx, r.endSessions)
+	}
 	res, err := r.store.ReclaimExpired(ctx, reclaimBatch)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -40,5 +56,26 @@ func (r *reclaimer) reclaim(ctx context.Context) {
 	}
 	if len(res) > 0 {
 		r.wake()
+	}
+}
+
+// endSessions ends the target sessions the lost attempts may still run on.
+func (r *reclaimer) endSessions(ctx context.Context, lost []queue.Attempt) {
+	names := make([]string, len(lost))
+	tasks := make([]int64, len(lost))
+	for i, a := range lost {
+		names[i], tasks[i] = queue.AttemptSessionName(a.Lease), a.TaskID
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.endWithin)
+	defer cancel()
+	n, err := r.ender.EndSessions(ctx, names)
+	if err != nil {
+		r.log.Warn("could not end on the target the sessions of tasks whose lease expired: a body of theirs may still "+
+			"run there while the tasks run again", "tasks", tasks, "within", r.endWithin, "err", err)
+		return
+	}
+	if n > 0 {
+		r.log.Warn("ended target sessions still running the bodies of tasks whose lease expired (their node stopped "+
+			"answering: frozen or cut off), so that they do not run beside the tasks' next attempts", "sessions", n, "tasks", tasks)
 	}
 }

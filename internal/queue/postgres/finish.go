@@ -36,9 +36,10 @@ func (s *Store) Release(ctx context.Context, attempts []queue.Attempt) ([]queue.
 	return out, wrap(err, "releasing %d tasks", len(attempts))
 }
 
-// ReclaimExpired implements queue.Store. It reads the expired leases, then ends
-// them in one call that re-checks each under its row lock (a lease heartbeated
-// or finished in between is left alone) and skips tasks being finished right now.
+// ReclaimExpired implements queue.Store. It reads the expired leases, has
+// their sessions ended (queue.WithLostSessionEnder), then ends them in one call
+// that re-checks each under its row lock (a lease heartbeated or finished in
+// between is left alone) and skips tasks being finished right now.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishResult, error) {
 	if limit < 1 {
 		limit = 100
@@ -69,6 +70,10 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 	if len(lost) == 0 {
 		return nil, nil
 	}
+	// A lost attempt's body may still run on the target (its node frozen or
+	// cut off): the node's ender stops it now, while the task cannot be
+	// claimed yet, so it never runs beside the next attempt.
+	queue.EndLostSessions(ctx, lost)
 	res, err := s.end(ctx, modeReclaim, lost)
 	if err != nil {
 		return nil, wrap(err, "reclaiming %d expired leases", len(lost))

@@ -82,6 +82,7 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 5 * time.Second}
 	}
+	sqlrun.CheckClientGone(cfg) // a transactional body's session above all
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: opening the store pool: %w", err)

@@ -21,7 +21,8 @@ import (
 // task ends: nothing the body did to its session (settings, role, temporary
 // tables, advisory locks, LISTENs, cursors) reaches the next task.
 //
-//  1. BEGIN, and the transaction's id (txid_current), in one round trip.
+//  1. The session named after the attempt (queue.AttemptSessionName), BEGIN,
+//     and the transaction's id (txid_current), in one round trip.
 //  2. The body's batches, each a simple query (a batch may hold several
 //     statements, as in psql); NOTICEs are gathered; ctx's end sends a cancel
 //     request.
@@ -61,7 +62,8 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	clean := false
 	defer func() { releaseTxConn(conn, clean) }()
 
-	txid, err := beginTx(ctx, pg)
+	name := queue.AttemptSessionName(a.Lease)
+	txid, err := beginTx(ctx, pg, name)
 	if err != nil {
 		return res, wrap(err, "running transactional task %d: beginning", a.TaskID)
 	}
@@ -74,7 +76,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	dctx, cancel := queue.Detached(ctx)
 	defer cancel()
 	if res.BodyErr == nil {
-		res.BodyErr = restoreSession(dctx, pg, txid)
+		res.BodyErr = restoreSession(dctx, pg, txid, name)
 	}
 	if res.BodyErr != nil {
 		res.RowsAffected = 0 // rolled back
@@ -126,13 +128,22 @@ func isLeaseLost(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "RP001"
 }
 
-// beginTx begins the task's transaction and returns its id.
-func beginTx(ctx context.Context, pg *pgconn.PgConn) (string, error) {
-	results, err := pg.Exec(ctx, "BEGIN; SELECT txid_current()::text").ReadAll()
+// beginTx names the session after the attempt (queue.AttemptSessionName: the
+// reclaim of an expired lease ends the session by it), begins the task's
+// transaction and returns its id. DISCARD ALL at the end gives the session
+// its own name back.
+func beginTx(ctx context.Context, pg *pgconn.PgConn, name string) (string, error) {
+	results, err := pg.Exec(ctx, setSessionName(name)+"; BEGIN; SELECT txid_current()::text").ReadAll()
 	if err != nil {
 		return "", err
 	}
-	return string(results[1].Rows[0][0]), nil
+	return string(results[2].Rows[0][0]), nil
+}
+
+// setSessionName is the statement that names the session; name is ReadPast's
+// own (digits and words), never a body's text.
+func setSessionName(name string) string {
+	return "SET application_name = '" + name + "'"
 }
 
 // runBody runs the batches in order and stops at the first that fails. A
@@ -162,14 +173,16 @@ func runBody(ctx context.Context, pg *pgconn.PgConn, runs []sqlscript.Run) (rows
 // restoreSession brings the session back to what the completion needs and
 // checks that the body left the transaction it was given open and writable.
 // The error says what the body did.
-func restoreSession(ctx context.Context, pg *pgconn.PgConn, txid string) error {
+func restoreSession(ctx context.Context, pg *pgconn.PgConn, txid, name string) error {
 	switch pg.TxStatus() {
 	case 'I':
 		return errors.New("the body ended the task's transaction (COMMIT or ROLLBACK): a transactional task's body must leave that to ReadPast, which commits it with the completion")
 	case 'E':
 		return errors.New("the body left its transaction failed (an error it caught, or ignored)")
 	}
-	results, err := pg.Exec(ctx, `RESET ROLE; RESET SESSION AUTHORIZATION; RESET ALL;
+	// RESET ALL drops the attempt's session name too: it is set again, so a
+	// node that stalls before its COMMIT leaves a session the reclaim finds.
+	results, err := pg.Exec(ctx, `RESET ROLE; RESET SESSION AUTHORIZATION; RESET ALL; `+setSessionName(name)+`;
 SELECT txid_current()::text, current_setting('transaction_read_only')`).ReadAll()
 	if err != nil {
 		return fmt.Errorf("restoring the session after the body: %w", err)
