@@ -21,6 +21,7 @@ package sqlrun
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -210,9 +211,12 @@ func noticeLine(m fmt.Stringer) (string, bool) {
 // resets a pooled session (sp_reset_connection, through the TDS
 // RESETCONNECTION flag) only with the first request of its next user, so until
 // then a session app lock, temporary tables and open cursors a body left
-// would stay held by an idle connection. This sends a no-op request flagged to
-// reset. Microsoft's sp_reset_connection does not reset the transaction
-// isolation level: whoever takes the session next sets its own.
+// would stay held by an idle connection. The request flagged to reset is
+// resetIsolation: sp_reset_connection resets SET options, temporary tables,
+// locks and CONTEXT_INFO but not the transaction isolation level (Microsoft:
+// "SET TRANSACTION ISOLATION LEVEL", and the pooling notes of
+// sp_reset_connection), so a body that set SERIALIZABLE or SNAPSHOT would
+// otherwise hand that level to whoever takes the session next.
 func ResetMSSQL(ctx context.Context, conn *sql.Conn) error {
 	return conn.Raw(func(dc any) error {
 		c, ok := dc.(*mssql.Conn)
@@ -222,6 +226,17 @@ func ResetMSSQL(ctx context.Context, conn *sql.Conn) error {
 		if err := c.ResetSession(ctx); err != nil {
 			return err
 		}
-		return c.Ping(ctx)
+		st, err := c.PrepareContext(ctx, resetIsolation)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		_, err = st.(driver.StmtExecContext).ExecContext(ctx, nil)
+		return err
 	})
 }
+
+// resetIsolation is the request that carries the reset: after
+// sp_reset_connection the session is at the level every store batch and every
+// task starts from.
+const resetIsolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;"

@@ -11,7 +11,7 @@ import (
 // throughputQuery reads the buckets of one span from @since's bucket on.
 var throughputQuery = query{
 	name: "throughput",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SELECT r.bucket, r.queue, r.outcome, r.n, r.busy_ms
 FROM dbo.readpast_throughput AS r
 WHERE r.span = @span
@@ -25,7 +25,7 @@ ORDER BY r.bucket, r.queue, r.outcome;
 // purgeRollupsBatch deletes the buckets past their span's keep.
 var purgeRollupsBatch = query{
 	name: "purge-rollups",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 DELETE FROM dbo.readpast_throughput
 WHERE (span = 'minute' AND bucket < @minutes) OR (span = 'hour' AND bucket < @hours);
 SELECT @@ROWCOUNT;

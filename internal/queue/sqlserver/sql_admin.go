@@ -18,7 +18,7 @@ package sqlserver
 // of any heartbeat, and a body that outran its lease was stopped as lost.
 var heartbeatBatch = query{
 	name: "heartbeat",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 
 DECLARE @i int = -1;
 DECLARE @id bigint;
@@ -73,7 +73,7 @@ ORDER BY a.ord;
 // setSessionBatch records the target session of a running attempt, fenced.
 var setSessionBatch = query{
 	name: "set-session",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 UPDATE dbo.readpast_tasks
 SET session_id = @session
 WHERE id = @id
@@ -89,7 +89,7 @@ SELECT @@ROWCOUNT;
 // holder. The result row is the state before (NULL: no such task) and after.
 var cancelBatch = query{
 	name: "cancel",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -161,7 +161,7 @@ SELECT @before AS before_state, @state AS state;
 // share a key. The result is the state before and the conflict flag.
 var retryBatch = query{
 	name: "retry",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -256,7 +256,7 @@ SELECT @before AS before_state, @conflict AS conflict;
 // the same queue serialise on the key range instead of one failing on the key.
 var updateQueueBatch = query{
 	name: "update-queue",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -293,7 +293,7 @@ COMMIT TRAN;
 // setGroupLimitBatch creates or updates a group's limit (lock order 4 only).
 var setGroupLimitBatch = query{
 	name: "set-group-limit",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 

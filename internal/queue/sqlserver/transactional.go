@@ -182,7 +182,7 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 // succeeded however it ends (queue.TxResult, migration 000002's header).
 var markCommittedBatch = query{
 	name: "mark-committed",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 UPDATE dbo.readpast_tasks
 SET committed_token = @token

@@ -1,0 +1,76 @@
+package sqlserver_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+	"readpast/internal/queue/sqlserver"
+	"readpast/internal/testenv"
+)
+
+// tdsEnv is a migrated store on a fresh database of the SQL Server that
+// READPAST_TEST_MSSQL_DSN names, whose pool holds one connection, so that the
+// session a transactional body ran on is the one the next request gets.
+func tdsEnv(t *testing.T) (*testenv.Env, *sqlserver.Store, *sql.DB) {
+	t.Helper()
+	if os.Getenv(testenv.MSSQLDSNEnv) == "" {
+		t.Skip(testenv.MSSQLDSNEnv + " not set: no SQL Server to run on")
+	}
+	e := testenv.New(t, testenv.SQLServer)
+	s := e.Store.(*sqlserver.Store)
+	db := sqlserver.PoolOf(s)
+	db.SetMaxOpenConns(1)
+	return e, s, db
+}
+
+// runBody enqueues body as a transactional task of queue q, claims it and runs
+// it, returning the body's error and RunTransactional's.
+func runBody(t *testing.T, e *testenv.Env, s *sqlserver.Store, q, body string) (bodyErr, err error) {
+	t.Helper()
+	e.Enqueue(t, queue.NewTask{Queue: q, Body: body, Transactional: true, MaxAttempts: 1})
+	got, err := s.Claim(e.Ctx, queue.ClaimParams{Queue: q, Owner: "n/w1", Limit: 1, LeaseDuration: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	res, err := s.RunTransactional(e.Ctx, queue.Attempt{Lease: got[0].Lease(), Outcome: queue.OutcomeSucceeded, StartedAt: time.Now()}, body)
+	return res.BodyErr, err
+}
+
+// isolationLevel is sys.dm_exec_sessions' transaction_isolation_level of the
+// session the pool hands out next (2: READ COMMITTED).
+func isolationLevel(t *testing.T, ctx context.Context, db *sql.DB) int {
+	t.Helper()
+	var level int
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT transaction_isolation_level FROM sys.dm_exec_sessions WHERE session_id = @@SPID;").Scan(&level))
+	return level
+}
+
+// TestFailedBodyLeavesNoIsolationLevel: a body that sets an isolation level
+// and fails was rolled back and its session pooled with that level, which
+// sp_reset_connection does not reset; on SQL Server every claim on that
+// session then failed with error 650 (READPAST under READ UNCOMMITTED).
+func TestFailedBodyLeavesNoIsolationLevel(t *testing.T) {
+	e, s, db := tdsEnv(t)
+	// The level is also set after the body ends the task's transaction:
+	// Babelfish, whose SET is PostgreSQL's, undoes a level set inside a
+	// transaction that rolls back; SQL Server keeps it either way.
+	for i, body := range []string{
+		"SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED;\nSELECT 1/0;",
+		"COMMIT TRAN;\nSET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED;\nSELECT 1/0;",
+	} {
+		bodyErr, err := runBody(t, e, s, "iso", body)
+		require.NoError(t, err)
+		require.Error(t, bodyErr, "the body divides by zero")
+		require.Equal(t, 2, isolationLevel(t, e.Ctx, db), "body %d: the pooled session must be back at READ COMMITTED after a failed body", i+1)
+	}
+
+	e.Enqueue(t, queue.NewTask{Queue: "iso", Body: "SELECT 1"})
+	got, err := s.Claim(e.Ctx, queue.ClaimParams{Queue: "iso", Owner: "n/w1", Limit: 1, LeaseDuration: time.Minute})
+	require.NoError(t, err, "a claim on the session the failed body used")
+	require.Len(t, got, 1)
+}
