@@ -63,7 +63,7 @@ var quietMessages = map[int32]bool{5701: true, 5703: true}
 // read while the stream is walked, hence the goroutine.
 func RunMSSQL(ctx context.Context, q Querier, text string, msgs *Messages) (affected int64, err error) {
 	retmsg := &sqlexp.ReturnMessage{}
-	rows, err := q.QueryContext(ctx, text, retmsg)
+	rows, err := q.QueryContext(ctx, languageBatch(text), retmsg)
 	if err != nil {
 		return 0, DescribeMSSQL(err)
 	}
@@ -84,6 +84,23 @@ func RunMSSQL(ctx context.Context, q Querier, text string, msgs *Messages) (affe
 		return affected, DescribeMSSQL(streamErr)
 	}
 	return affected, nil
+}
+
+// languageBatch returns text in a form go-mssqldb sends as a SQL batch (a
+// language event). The driver sends a request without parameters as an RPC
+// call of a stored procedure when its text looks like a procedure name (its
+// isProc: no line break, semicolon or quote, and a name without spaces), so
+// the last batch of a body without a trailing newline, such as RETURN or
+// sp_who, reached the server as a call of a procedure named RETURN ("Could
+// not find stored procedure"). A line break at the end is whitespace to
+// T-SQL and makes every batch a language event, which runs a bare procedure
+// name as sqlcmd does (a procedure name as a batch's first statement runs it,
+// Microsoft: "EXECUTE").
+func languageBatch(text string) string {
+	if strings.ContainsAny(text, "\n\r;'") {
+		return text
+	}
+	return text + "\n"
 }
 
 // drainQuiet is how long the message reader waits on an empty queue, once the

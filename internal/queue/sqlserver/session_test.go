@@ -74,3 +74,13 @@ func TestFailedBodyLeavesNoIsolationLevel(t *testing.T) {
 	require.NoError(t, err, "a claim on the session the failed body used")
 	require.Len(t, got, 1)
 }
+
+// TestBareNameBatchRuns: the last batch of a body without a trailing line
+// break, RETURN here, went to the server as an RPC call of a procedure named
+// RETURN (go-mssqldb's isProc), which the server refused.
+func TestBareNameBatchRuns(t *testing.T) {
+	e, s, _ := tdsEnv(t)
+	bodyErr, err := runBody(t, e, s, "ret", "SELECT 1;\nGO\nRETURN")
+	require.NoError(t, err)
+	require.NoError(t, bodyErr, "a batch of one word is T-SQL, not a procedure call")
+}
