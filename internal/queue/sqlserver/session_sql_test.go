@@ -73,3 +73,15 @@ func leftmost(e ast.Expr) string {
 		}
 	}
 }
+
+// TestGlobalTempTableBodiesEndTheirSession: the session of a body that may
+// create a ##global temporary table is ended, not pooled (over TDS:
+// TestGlobalTempTableEndsWithItsSession, skipped on Babelfish, which has none).
+func TestGlobalTempTableBodiesEndTheirSession(t *testing.T) {
+	if !createsGlobalTemp("CREATE TABLE ##g (id int);") || !createsGlobalTemp("SELECT * INTO ##copy FROM t") {
+		t.Error("a body that creates a ##global table must end its session")
+	}
+	if createsGlobalTemp("CREATE TABLE #t (id int);") {
+		t.Error("a #local table is dropped by the reset: the session may be pooled")
+	}
+}

@@ -84,3 +84,17 @@ func TestBareNameBatchRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, bodyErr, "a batch of one word is T-SQL, not a procedure call")
 }
+
+// TestGlobalTempTableEndsWithItsSession: a transactional body that created a
+// ##global temporary table went back to the pool with it (sp_reset_connection
+// drops #local tables only), so the table outlived the task.
+func TestGlobalTempTableEndsWithItsSession(t *testing.T) {
+	e, s, db := tdsEnv(t)
+	e.SkipOnBabelfish(t, "no ##global temporary tables ('GLOBAL TEMPORARY TABLE' is not currently supported)")
+	bodyErr, err := runBody(t, e, s, "global", "CREATE TABLE ##readpast_global_probe (id int);")
+	require.NoError(t, err)
+	require.NoError(t, bodyErr)
+	var id sql.NullInt64
+	require.NoError(t, db.QueryRowContext(e.Ctx, "SELECT OBJECT_ID(N'tempdb..##readpast_global_probe');").Scan(&id))
+	require.False(t, id.Valid, "the ##global table a body created must end with the task's session")
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -49,7 +50,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	var res queue.TxResult
 	err = retryConflicts(ctx, func() error {
 		var err error
-		res, err = s.runTransactionalOnce(ctx, a, runs)
+		res, err = s.runTransactionalOnce(ctx, a, runs, createsGlobalTemp(body))
 		return err
 	})
 	if err != nil {
@@ -125,14 +126,23 @@ USE ` + quoteName(database) + `;
 SELECT XACT_STATE(), @@TRANCOUNT, APPLOCK_MODE(N'public', N'` + mark + `', N'Transaction');`
 }
 
-// runTransactionalOnce is one try of RunTransactional.
-func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs []sqlscript.Run) (res queue.TxResult, err error) {
+// createsGlobalTemp reports whether body may create a global temporary table
+// (its text has "##"). Its session is then ended, as the plain target ends
+// it: sp_reset_connection drops a session's #local tables but not its
+// ##global ones, which live until the session that created them ends
+// (Microsoft: "CREATE TABLE", temporary tables), so a pooled session would
+// keep them, and their names, for as long as the pool keeps it.
+func createsGlobalTemp(body string) bool { return strings.Contains(body, "##") }
+
+// runTransactionalOnce is one try of RunTransactional; global says the session
+// must end afterwards (createsGlobalTemp).
+func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs []sqlscript.Run, global bool) (res queue.TxResult, err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return res, err
 	}
 	clean := false
-	defer func() { s.releaseTxConn(conn, clean) }()
+	defer func() { s.releaseTxConn(conn, clean && !global) }()
 
 	var spid, marked int64
 	mark := txMark(a)
