@@ -4,9 +4,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"readpast/migrations"
 )
 
 // TestEveryStoreBatchPinsReadCommitted checks that every batch the store
@@ -83,5 +87,48 @@ func TestGlobalTempTableBodiesEndTheirSession(t *testing.T) {
 	}
 	if createsGlobalTemp("CREATE TABLE #t (id int);") {
 		t.Error("a #local table is dropped by the reset: the session may be pooled")
+	}
+}
+
+// TestRestoreTurnsOffWhatBreaksTheStore: after a body, the session is set
+// back before the store uses it; each option here, left on by a body, turned
+// a successful body into a store failure (over TDS:
+// TestBodyLeavesNoIdentityInsertOn).
+func TestRestoreTurnsOffWhatBreaksTheStore(t *testing.T) {
+	restore := restoreOptions("db")
+	for _, want := range []string{"SET STATISTICS XML OFF;", "SET STATISTICS PROFILE OFF;", "SET NOEXEC OFF;", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;", "SET ROWCOUNT 0;"} {
+		if !strings.Contains(restore, want) {
+			t.Errorf("restoreOptions lacks %s", want)
+		}
+	}
+	// Every store table with an identity column, as the migrations create them.
+	tableRE := regexp.MustCompile(`(?is)CREATE TABLE (dbo\.\w+)\s*\((.*?)\n\);`)
+	found := 0
+	err := fs.WalkDir(migrations.FS, "sqlserver", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".up.sql") {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.FS, path)
+		if err != nil {
+			return err
+		}
+		for _, m := range tableRE.FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(strings.ToUpper(m[2]), "IDENTITY(") {
+				found++
+				if !strings.Contains(restore, "SET IDENTITY_INSERT "+m[1]+" OFF;") {
+					t.Errorf("restoreOptions does not turn IDENTITY_INSERT off on %s (%s)", m[1], path)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatal("found no table with an identity column in the migrations: has their layout changed?")
+	}
+	if !strings.Contains(restoreBatch("db", "m"), "ORIGINAL_LOGIN(), SUSER_SNAME()") {
+		t.Error("restoreBatch must read who the session runs as, to refuse a body that left EXECUTE AS in force")
 	}
 }

@@ -3,6 +3,7 @@ package sqlserver_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -97,4 +98,28 @@ func TestGlobalTempTableEndsWithItsSession(t *testing.T) {
 	var id sql.NullInt64
 	require.NoError(t, db.QueryRowContext(e.Ctx, "SELECT OBJECT_ID(N'tempdb..##readpast_global_probe');").Scan(&id))
 	require.False(t, id.Valid, "the ##global table a body created must end with the task's session")
+}
+
+// TestBodyLeavesNoIdentityInsertOn: a body that left IDENTITY_INSERT on for a
+// store table, succeeding or failing, handed its session to the store with
+// it, and the next finish on that session failed to log its attempt (545: an
+// explicit value is needed for the identity column).
+func TestBodyLeavesNoIdentityInsertOn(t *testing.T) {
+	e, s, _ := tdsEnv(t)
+	for i, body := range []string{
+		"SET IDENTITY_INSERT dbo.readpast_attempts ON;",
+		"SET IDENTITY_INSERT dbo.readpast_attempts ON;\nSELECT 1/0;",
+	} {
+		q := fmt.Sprintf("ident%d", i)
+		_, err := runBody(t, e, s, q, body)
+		require.NoError(t, err)
+		e.Enqueue(t, queue.NewTask{Queue: q, Body: "SELECT 1"})
+		got, err := s.Claim(e.Ctx, queue.ClaimParams{Queue: q, Owner: "n/w1", Limit: 1, LeaseDuration: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		now := time.Now()
+		fin, err := s.Finish(e.Ctx, []queue.Attempt{{Lease: got[0].Lease(), Outcome: queue.OutcomeSucceeded, StartedAt: now, FinishedAt: now}})
+		require.NoError(t, err, "body %d", i+1)
+		require.NoError(t, fin[0].Err, "body %d: the finish after it logs its attempt", i+1)
+	}
 }
