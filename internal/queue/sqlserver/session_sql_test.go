@@ -132,3 +132,105 @@ func TestRestoreTurnsOffWhatBreaksTheStore(t *testing.T) {
 		t.Error("restoreBatch must read who the session runs as, to refuse a body that left EXECUTE AS in force")
 	}
 }
+
+// TestEveryWriteRunsADeadlockVictimAgain: every call of s.write or s.exec is
+// inside a function given to retryDeadlock or retryConflicts, so a deadlock
+// victim (1205), whose transaction SQL Server rolled back whole, runs again
+// instead of failing its caller. The heartbeat and SetSession did not.
+func TestEveryWriteRunsADeadlockVictimAgain(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	writes := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stack []ast.Node
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
+			call, ok := n.(*ast.CallExpr)
+			if !ok || !isStoreWrite(call) {
+				return true
+			}
+			if fn := enclosingFunc(stack); fn == "exec" {
+				return true // write.go: exec is write with one batch
+			}
+			writes++
+			if !insideRetry(stack) {
+				t.Errorf("%s: a store write outside retryDeadlock or retryConflicts", fset.Position(call.Pos()))
+			}
+			return true
+		})
+	}
+	if writes < 20 {
+		t.Fatalf("found only %d store writes: has the package's layout changed?", writes)
+	}
+}
+
+// isStoreWrite reports whether call is s.write(...) or s.exec(...).
+func isStoreWrite(call *ast.CallExpr) bool {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	recv, ok := sel.X.(*ast.Ident)
+	return ok && recv.Name == "s" && (sel.Sel.Name == "write" || sel.Sel.Name == "exec")
+}
+
+// enclosingFunc names the function declaration the innermost node is in.
+func enclosingFunc(stack []ast.Node) string {
+	for i := len(stack) - 1; i >= 0; i-- {
+		if d, ok := stack[i].(*ast.FuncDecl); ok {
+			return d.Name.Name
+		}
+	}
+	return ""
+}
+
+// insideRetry reports whether a call of retryDeadlock or retryConflicts
+// encloses the innermost node.
+func insideRetry(stack []ast.Node) bool {
+	for i := len(stack) - 2; i >= 0; i-- {
+		call, ok := stack[i].(*ast.CallExpr)
+		if !ok {
+			continue
+		}
+		if id, ok := call.Fun.(*ast.Ident); ok && (id.Name == "retryDeadlock" || id.Name == "retryConflicts") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRollupWritesTakeNoRangeLockOfAnotherQueue: a finish creates its
+// throughput rows before its transaction (throughputBuckets), so its
+// (UPDLOCK, SERIALIZABLE) upsert finds them and range-locks no other queue's
+// key; and the purge deletes in bounded statements that cannot escalate to a
+// table lock.
+func TestRollupWritesTakeNoRangeLockOfAnotherQueue(t *testing.T) {
+	begin := strings.Index(finishBatch.text, "BEGIN TRAN;")
+	if i := strings.Index(finishBatch.text, throughputBuckets); i < 0 || i > begin {
+		t.Error("the finish batch must create its throughput rows before BEGIN TRAN")
+	}
+	code := strings.ToUpper(stripSQL(purgeRollupsBatch.text))
+	deletes := regexp.MustCompile(`DELETE\s+(TOP\s*\(\d+\)\s+)?FROM`).FindAllStringSubmatch(code, -1)
+	if len(deletes) == 0 {
+		t.Fatal("the rollup purge deletes nothing")
+	}
+	for _, d := range deletes {
+		if d[1] == "" {
+			t.Errorf("the rollup purge has an unbounded DELETE: %q", d[0])
+		}
+	}
+}

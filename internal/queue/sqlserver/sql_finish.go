@@ -170,7 +170,7 @@ var finishParams = []string{
 // finishBatch ends one attempt in its own transaction, in one round trip.
 var finishBatch = query{
 	name:   "finish",
-	text:   readCommitted + finishPrologue + "BEGIN TRAN;\n" + finishCore + "\nCOMMIT TRAN;\n" + finishResult,
+	text:   readCommitted + finishPrologue + throughputBuckets + "BEGIN TRAN;\n" + finishCore + "\nCOMMIT TRAN;\n" + finishResult,
 	params: finishParams,
 }
 

@@ -95,6 +95,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{purgeAttemptsBatch, purge},
 		{purgeTasksBatch, purge},
 		{queueSettingsQuery, nil},
+		{purgeRollupsBatch, []any{sql.Named("minutes", datetime2(time.Now())), sql.Named("hours", datetime2(time.Now()))}},
 	}...)
 }
 
