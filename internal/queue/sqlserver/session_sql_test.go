@@ -234,3 +234,17 @@ func TestRollupWritesTakeNoRangeLockOfAnotherQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryCountsTheStagesItReopened: a retry that reopens a chain's
+// cancelled stages subtracts from the finished counts the rows its UPDATE
+// changed (OUTPUT), not the rows it listed before without a lock: a purge in
+// between took a listed task out of the counts already.
+func TestRetryCountsTheStagesItReopened(t *testing.T) {
+	code := stripSQL(retryBatch.text)
+	if !regexp.MustCompile(`(?s)OUTPUT inserted\.id, inserted\.queue INTO @reopened`).MatchString(code) {
+		t.Error("the reopening UPDATE must OUTPUT the rows it changed into @reopened")
+	}
+	if !regexp.MustCompile(`(?s)INSERT INTO @counted \(queue, state, n\)\s+SELECT r\.queue, '', -COUNT_BIG\(\*\)\s+FROM @reopened`).MatchString(code) {
+		t.Error("the counts of reopened stages must be taken from @reopened")
+	}
+}

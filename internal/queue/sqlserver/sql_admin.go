@@ -173,6 +173,7 @@ DECLARE @stage int;
 DECLARE @queue nvarchar(64);
 DECLARE @key nvarchar(128);
 DECLARE @conflict bit = 0;
+DECLARE @reopened TABLE (id bigint NOT NULL PRIMARY KEY, queue nvarchar(64) NOT NULL);
 ` + chainDeclarations + rollupDeclarations + `
 -- Lock order 2: the chain row.
 ` + lockChain + `
@@ -229,13 +230,18 @@ BEGIN
             t.finished_at     = NULL,
             t.finished_by     = NULL,
             t.last_error      = NULL
+        OUTPUT inserted.id, inserted.queue INTO @reopened (id, queue)
         FROM dbo.readpast_tasks AS t WITH (ROWLOCK, FORCESEEK)
         JOIN @chain_rows AS r ON r.id = t.id
         WHERE t.state = 'cancelled';
 
+        -- The counts shrink by the rows the UPDATE changed (its OUTPUT), not
+        -- the rows listed above: the list was read without a lock, and a
+        -- purge that deleted a listed task in between has already taken it
+        -- out of the counts.
         INSERT INTO @counted (queue, state, n)
         SELECT r.queue, 'cancelled', -COUNT_BIG(*)
-        FROM @chain_rows AS r
+        FROM @reopened AS r
         GROUP BY r.queue;
 ` + refreshChain + `
     END;
