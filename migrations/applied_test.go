@@ -19,4 +19,3 @@ func TestEveryMigrationHasAnAppliedCheck(t *testing.T) {
 		}
 	}
 }
-
