@@ -26,6 +26,9 @@ import (
 //     readpast_tasks fail with 1934.
 //   - ROWCOUNT 0: with SET ROWCOUNT n, the chain failure policy would cancel
 //     only n later stages.
+//   - CONTEXT_INFO cleared: sp_reset_connection clears it on SQL Server,
+//     Babelfish's reset does not, and a body's value must not reach the
+//     next task.
 //   - LOCK_TIMEOUT -1, DEADLOCK_PRIORITY NORMAL, READ COMMITTED: the lock
 //     behaviour the store's lock order is written for (a body's SERIALIZABLE
 //     would hold range locks, SNAPSHOT would refuse the writes).
@@ -53,6 +56,7 @@ SET CONCAT_NULL_YIELDS_NULL ON;
 SET QUOTED_IDENTIFIER ON;
 SET NUMERIC_ROUNDABORT OFF;
 SET ROWCOUNT 0;
+SET CONTEXT_INFO 0x;
 SET LOCK_TIMEOUT -1;
 SET DEADLOCK_PRIORITY NORMAL;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
