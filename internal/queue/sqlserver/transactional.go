@@ -22,10 +22,13 @@ import (
 //     PROCEDURE and the like work), its PRINT/RAISERROR messages and rows
 //     gathered as the target executor gathers them (sqlrun.RunMSSQL). When
 //     ctx ends the driver sends an attention and the statement stops.
-//  3. restoreBatch sets the session back to a fixed state (restoreSession
-//     says which options and why) and reads XACT_STATE(), @@TRANCOUNT and
-//     whether the mark is still held: the completion runs only in the transaction
-//     begun in 1, still committable, at nesting level 1.
+//  3. restoreBatch sets the session back to a fixed state (restore.go:
+//     restoreOptions says which options and why) and reads XACT_STATE(),
+//     @@TRANCOUNT, whether the mark is still held and who the session runs
+//     as: the completion runs only in the transaction begun in 1, still
+//     committable, at nesting level 1, as the login that connected. After a
+//     body that failed, rollbackAndRestore rolls back and sets the same
+//     options.
 //  4. markCommittedBatch: the task's own row marked committed under the
 //     lease, and COMMIT TRAN, in one round trip. The attempt's end is
 //     recorded after, by the caller's ordinary finish (queue.TxResult).
@@ -33,8 +36,10 @@ import (
 // Steps 3 and 4 run under queue.Detached once the body has succeeded. A
 // deadlock victim in step 4 rolled everything back, body included, so the
 // whole task runs again (retryConflicts); a deadlock in the body is the body's
-// failure. The session is then reset (sqlrun.ResetMSSQL) before it goes back
-// to the pool, or closed when its state is unknown, so nothing the body did
+// failure. The session is then reset (sqlrun.ResetMSSQL, which also sets
+// READ COMMITTED: the reset keeps the isolation level) before it goes back
+// to the pool, or closed when its state is unknown, when the body may have
+// made a ##global table or left EXECUTE AS in force, so nothing the body did
 // to it reaches the store's next request.
 func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
 	runs, err := sqlscript.Runs(body, sqlscript.TSQL)
