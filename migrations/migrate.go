@@ -82,7 +82,7 @@ func Up(ctx context.Context, d dialect.Dialect, db *sql.DB, drv database.Driver)
 	if err != nil {
 		return err
 	}
-	if err := retryFailed(m, d); err != nil {
+	if err := resumeDirty(ctx, m, d, db); err != nil {
 		return err
 	}
 	if err := checkVersion(m, latest); err != nil {
@@ -90,6 +90,32 @@ func Up(ctx context.Context, d dialect.Dialect, db *sql.DB, drv database.Driver)
 	}
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("applying %s migrations: %w", d, err)
+	}
+	return nil
+}
+
+// resumeDirty settles a dirty version before Up runs: when the migration's
+// changes are all in the database (its file committed and the client died
+// before golang-migrate marked the version clean, appliedChecks) the version
+// is marked clean where it is; otherwise the migration failed and changed
+// nothing, and retryFailed sets the version back so that it runs again.
+func resumeDirty(ctx context.Context, m *migrate.Migrate, d dialect.Dialect, db *sql.DB) error {
+	v, dirty, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) || (err == nil && !dirty) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	applied, err := migrationApplied(ctx, d, db, v)
+	if err != nil {
+		return err
+	}
+	if !applied {
+		return retryFailed(m, d)
+	}
+	if err := m.Force(int(v)); err != nil {
+		return fmt.Errorf("marking migration %d, whose changes are all in the database, as applied: %w", v, err)
 	}
 	return nil
 }

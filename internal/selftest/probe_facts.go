@@ -71,12 +71,8 @@ func sqlServerFacts(sc *scratch) []fact {
 			}},
 		{name: "read committed snapshot", why: "RCSI on: dashboard reads never wait for writers (recommended, docs/SQLSERVER.md)",
 			query: "SELECT name + CASE is_read_committed_snapshot_on WHEN 1 THEN N': RCSI on' ELSE N': RCSI off (recommended on)' END FROM sys.databases WHERE name = " + db + ";"},
-		{name: "ghost records", why: "ghost records left at the head of the claim's indexes slow every claim (docs/SQLSERVER.md)",
-			query: `SELECT i.name + N': ' + CAST(SUM(s.ghost_record_count) AS nvarchar(20)) + N' ghost, ' + CAST(SUM(s.record_count) AS nvarchar(20)) + N' live records'
-FROM sys.dm_db_index_physical_stats(DB_ID(), OBJECT_ID(N'dbo.readpast_tasks'), NULL, NULL, 'SAMPLED') AS s
-JOIN sys.indexes AS i ON i.object_id = s.object_id AND i.index_id = s.index_id
-WHERE s.index_level = 0 AND i.name LIKE N'readpast_tasks_%'
-GROUP BY i.name ORDER BY i.name;`},
+		{name: "ghost records", why: "ghost records left at the head of the claim's indexes slow every claim (docs/SQLSERVER.md); read in the store database",
+			query: ghostRecordsQuery(sc.storeDB)},
 		{name: "permissions", why: "what the login may do (README: running needs SELECT, INSERT, UPDATE, DELETE on the store's tables)",
 			query: "SELECT permission_name FROM fn_my_permissions(NULL, 'DATABASE') WHERE permission_name IN (N'CREATE TABLE', N'ALTER', N'SELECT', N'INSERT', N'UPDATE', N'DELETE', N'SHOWPLAN', N'VIEW DATABASE STATE') ORDER BY permission_name;"},
 	}
@@ -131,4 +127,22 @@ func readStrings(rows *sql.Rows) ([]string, error) {
 		out = append(out, strings.Join(parts, " "))
 	}
 	return out, rows.Err()
+}
+
+// ghostRecordsQuery counts the ghost and live records of the claim's indexes
+// in the store database (not the scratch, which the probes just filled), or
+// says there are no ReadPast tables there. The object id is checked first:
+// sys.dm_db_index_physical_stats given a NULL object reads every table.
+func ghostRecordsQuery(storeDB string) string {
+	lit := "N'" + strings.ReplaceAll(storeDB, "'", "''") + "'"
+	table := "N'" + strings.ReplaceAll(quoteName(storeDB), "'", "''") + ".dbo.readpast_tasks'"
+	return `DECLARE @object int = OBJECT_ID(` + table + `);
+IF @object IS NULL
+    SELECT ` + lit + ` + N': no ReadPast tables';
+ELSE
+    SELECT i.name + N': ' + CAST(SUM(s.ghost_record_count) AS nvarchar(20)) + N' ghost, ' + CAST(SUM(s.record_count) AS nvarchar(20)) + N' live records'
+    FROM sys.dm_db_index_physical_stats(DB_ID(` + lit + `), @object, NULL, NULL, 'SAMPLED') AS s
+    JOIN ` + quoteName(storeDB) + `.sys.indexes AS i ON i.object_id = s.object_id AND i.index_id = s.index_id
+    WHERE s.index_level = 0 AND i.name LIKE N'readpast_tasks_%'
+    GROUP BY i.name ORDER BY i.name;`
 }

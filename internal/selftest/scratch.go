@@ -139,6 +139,8 @@ func sqlServerScratch(ctx context.Context, cfg Config, name string) (*scratch, e
 	login.Principal = principal // the server's word, not the DSN's
 	var one int
 	openJSON := admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM OPENJSON(N'[1]');`).Scan(&one) == nil
+	babelfish := strings.Contains(version, "Babelfish")
+	storeVersioning, verr := readRowVersioning(ctx, admin, storeDB)
 	own := cfg.Database == ""
 	if own {
 		if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+quoteName(name)+";"); err != nil {
@@ -146,6 +148,26 @@ func sqlServerScratch(ctx context.Context, cfg Config, name string) (*scratch, e
 		}
 	} else {
 		name = cfg.Database
+	}
+	// The lock probes run under the store database's row versioning
+	// (rowVersioning). Babelfish has no ALTER DATABASE (and versions every
+	// row the PostgreSQL way).
+	where := "database " + name
+	switch {
+	case verr != nil:
+		where += " (the store database's row versioning is not readable: " + verr.Error() + ")"
+	case babelfish:
+		where += " (row versioning as Babelfish's)"
+	case own:
+		if _, err := admin.ExecContext(ctx, storeVersioning.alterStatements(name)); err != nil {
+			where += fmt.Sprintf(" (could not take %s of %s: %v)", storeVersioning, storeDB, err)
+		} else {
+			where += fmt.Sprintf(" (%s, as %s)", storeVersioning, storeDB)
+		}
+	default:
+		if got, err := readRowVersioning(ctx, admin, name); err == nil {
+			where += fmt.Sprintf(" (%s; %s has %s)", got, storeDB, storeVersioning)
+		}
 	}
 	scratchDSN, err := sqlserver.DSNWithDatabase(cfg.DSN, name)
 	if err != nil {
@@ -175,13 +197,13 @@ func sqlServerScratch(ctx context.Context, cfg Config, name string) (*scratch, e
 		admin := sql.OpenDB(connector)
 		defer admin.Close()
 		stmt := "ALTER DATABASE " + quoteName(name) + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\nDROP DATABASE " + quoteName(name) + ";"
-		if strings.Contains(version, "Babelfish") {
+		if babelfish {
 			stmt = "DROP DATABASE " + quoteName(name) + ";" // no ALTER DATABASE there
 		}
 		_, err := admin.ExecContext(ctx, stmt)
 		return err
 	}
-	return &scratch{dsn: scratchDSN, where: "database " + name, server: firstLine(version), db: db, remove: drop,
+	return &scratch{dsn: scratchDSN, where: where, server: firstLine(version), db: db, remove: drop,
 		storeDB: storeDB, openJSON: openJSON, login: login.String()}, nil
 }
 

@@ -201,6 +201,7 @@ func probes() []probe {
 		{"groups and chains", probeGroupsAndChains},
 		{"claim plan", probeClaimPlan},
 		{"deadlock soak", probeSoak},
+		{"sessions after bodies", probeSessions},
 		{"server facts", probeFacts},
 	}
 }

@@ -21,6 +21,7 @@ package sqlrun
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,7 +63,7 @@ var quietMessages = map[int32]bool{5701: true, 5703: true}
 // read while the stream is walked, hence the goroutine.
 func RunMSSQL(ctx context.Context, q Querier, text string, msgs *Messages) (affected int64, err error) {
 	retmsg := &sqlexp.ReturnMessage{}
-	rows, err := q.QueryContext(ctx, text, retmsg)
+	rows, err := q.QueryContext(ctx, languageBatch(text), retmsg)
 	if err != nil {
 		return 0, DescribeMSSQL(err)
 	}
@@ -83,6 +84,23 @@ func RunMSSQL(ctx context.Context, q Querier, text string, msgs *Messages) (affe
 		return affected, DescribeMSSQL(streamErr)
 	}
 	return affected, nil
+}
+
+// languageBatch returns text in a form go-mssqldb sends as a SQL batch (a
+// language event). The driver sends a request without parameters as an RPC
+// call of a stored procedure when its text looks like a procedure name (its
+// isProc: no line break, semicolon or quote, and a name without spaces), so
+// the last batch of a body without a trailing newline, such as RETURN or
+// sp_who, reached the server as a call of a procedure named RETURN ("Could
+// not find stored procedure"). A line break at the end is whitespace to
+// T-SQL and makes every batch a language event, which runs a bare procedure
+// name as sqlcmd does (a procedure name as a batch's first statement runs it,
+// Microsoft: "EXECUTE").
+func languageBatch(text string) string {
+	if strings.ContainsAny(text, "\n\r;'") {
+		return text
+	}
+	return text + "\n"
 }
 
 // drainQuiet is how long the message reader waits on an empty queue, once the
@@ -210,9 +228,12 @@ func noticeLine(m fmt.Stringer) (string, bool) {
 // resets a pooled session (sp_reset_connection, through the TDS
 // RESETCONNECTION flag) only with the first request of its next user, so until
 // then a session app lock, temporary tables and open cursors a body left
-// would stay held by an idle connection. This sends a no-op request flagged to
-// reset. Microsoft's sp_reset_connection does not reset the transaction
-// isolation level: whoever takes the session next sets its own.
+// would stay held by an idle connection. The request flagged to reset is
+// resetIsolation: sp_reset_connection resets SET options, temporary tables,
+// locks and CONTEXT_INFO but not the transaction isolation level (Microsoft:
+// "SET TRANSACTION ISOLATION LEVEL", and the pooling notes of
+// sp_reset_connection), so a body that set SERIALIZABLE or SNAPSHOT would
+// otherwise hand that level to whoever takes the session next.
 func ResetMSSQL(ctx context.Context, conn *sql.Conn) error {
 	return conn.Raw(func(dc any) error {
 		c, ok := dc.(*mssql.Conn)
@@ -222,6 +243,17 @@ func ResetMSSQL(ctx context.Context, conn *sql.Conn) error {
 		if err := c.ResetSession(ctx); err != nil {
 			return err
 		}
-		return c.Ping(ctx)
+		st, err := c.PrepareContext(ctx, resetIsolation)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		_, err = st.(driver.StmtExecContext).ExecContext(ctx, nil)
+		return err
 	})
 }
+
+// resetIsolation is the request that carries the reset: after
+// sp_reset_connection the session is at the level every store batch and every
+// task starts from.
+const resetIsolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;"

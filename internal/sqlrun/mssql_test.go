@@ -2,6 +2,7 @@ package sqlrun
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	mssql "github.com/microsoft/go-mssqldb"
@@ -43,4 +44,13 @@ func TestNoticeLine(t *testing.T) {
 
 	_, ok = noticeLine(mssql.Error{Number: 5701, Message: "Changed database context to 'db'."})
 	require.False(t, ok, "sqlcmd hides 5701, and so does the log")
+}
+
+func TestEveryBatchGoesAsALanguageEvent(t *testing.T) {
+	// go-mssqldb sends a text with none of these as a procedure call.
+	for _, text := range []string{"RETURN", "sp_who", "dbo.p", "[dbo].[p]", "SELECT 1", "x"} {
+		require.True(t, strings.ContainsAny(languageBatch(text), "\n\r;'"), "%q would go as an RPC call", text)
+	}
+	require.Equal(t, "SELECT 1;", languageBatch("SELECT 1;"), "a batch the driver sends as SQL is sent as written")
+	require.Equal(t, "PRINT 'x'", languageBatch("PRINT 'x'"))
 }

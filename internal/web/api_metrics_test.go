@@ -43,5 +43,9 @@ func TestMetricsAfterATaskRan(t *testing.T) {
 		} {
 			require.Contains(t, text, want)
 		}
+		if d == testenv.SQLServer {
+			// Logins per minute: rate() of this counter.
+			require.Regexp(t, `readpast_store_sessions_opened_total [1-9]`, text)
+		}
 	})
 }

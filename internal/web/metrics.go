@@ -101,11 +101,17 @@ var (
 	descSize   = prometheus.NewDesc("readpast_workers", "Size of this node's worker pool.", []string{"queue"}, nil)
 	descUp     = prometheus.NewDesc("readpast_store_up", "1 when the store answered the scrape's query.", nil, nil)
 	descBuild  = prometheus.NewDesc("readpast_build_info", "Always 1; labels say the version.", []string{"version"}, nil)
+	descLogins = prometheus.NewDesc("readpast_store_sessions_opened_total",
+		"Store sessions (logins) this node's pool has opened; rate(...[5m]) * 60 is logins per minute, near 0 on an idle node.", nil, nil)
 )
+
+// sessionCounter is a store that counts the sessions its pool opens (SQL
+// Server's, whose logins a DBA audits).
+type sessionCounter interface{ SessionsOpened() int64 }
 
 // Describe implements prometheus.Collector.
 func (sc *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTasks, descPaused, descBusy, descSize, descUp, descBuild} {
+	for _, d := range []*prometheus.Desc{descTasks, descPaused, descBusy, descSize, descUp, descBuild, descLogins} {
 		ch <- d
 	}
 }
@@ -123,6 +129,9 @@ func (sc *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		d.Logger.Warn("metrics: reading queue counts", "err", err)
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
+	if sc, ok := d.Store.(sessionCounter); ok {
+		ch <- prometheus.MustNewConstMetric(descLogins, prometheus.CounterValue, float64(sc.SessionsOpened()))
+	}
 	for _, q := range qs {
 		for _, st := range queue.States {
 			ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(q.Counts[st]), q.Name, string(st))

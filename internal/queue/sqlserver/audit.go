@@ -11,7 +11,7 @@ import (
 // on the clustered primary key.
 var auditQuery = query{
 	name: "audit",
-	text: `SELECT TOP (@limit) a.id, a.at, a.actor, a.action, a.target, a.detail
+	text: readCommitted + `SELECT TOP (@limit) a.id, a.at, a.actor, a.action, a.target, a.detail
 FROM dbo.readpast_audit AS a
 WHERE a.id < @before
 ORDER BY a.id DESC;

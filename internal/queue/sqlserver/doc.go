@@ -70,6 +70,11 @@
 //   - ROWLOCK on writes to readpast_tasks, and the table's lock escalation is
 //     disabled (readpast_attempts' too): READPAST skips row locks only, never
 //     page or table locks.
+//   - Every batch begins SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+//     (readCommitted in query.go): the hints above are written for that
+//     level, and a pooled session may come from a transactional body that
+//     set another (sp_reset_connection does not reset the level; the reset
+//     after a body sets it back too, sqlrun.ResetMSSQL).
 //   - No NOLOCK anywhere: no admission decision ever reads uncommitted data.
 //   - Every parameter is typed, NULLs included (query.go).
 //

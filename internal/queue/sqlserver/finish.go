@@ -211,13 +211,18 @@ func (s *Store) Heartbeat(ctx context.Context, leases []queue.Lease, lease time.
 		lost, cancelRequested bool
 	}
 	var beats []beat
-	err = s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		beats, err = queryAll(ctx, c, heartbeatBatch.text, args, func(r *sql.Rows) (beat, error) {
-			var b beat
-			err := r.Scan(&b.id, &b.lost, &b.cancelRequested)
-			return b, err
+	// A deadlock victim's statement was rolled back; extending a lease again
+	// is idempotent, so the whole batch runs again, as every other write does.
+	err = retryDeadlock(ctx, func() error {
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			var err error
+			beats, err = queryAll(ctx, c, heartbeatBatch.text, args, func(r *sql.Rows) (beat, error) {
+				var b beat
+				err := r.Scan(&b.id, &b.lost, &b.cancelRequested)
+				return b, err
+			})
+			return err
 		})
-		return err
 	})
 	if err != nil {
 		return res, wrap("extending leases", err)
@@ -260,8 +265,10 @@ func (s *Store) SetSession(ctx context.Context, l queue.Lease, sessionID string)
 		return &queue.ValidationError{Field: "session_id", Reason: "is longer than 64 characters"}
 	}
 	var n int64
-	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		return c.QueryRowContext(ctx, setSessionBatch.text, setSessionArgs(l, sessionID)...).Scan(&n)
+	err := retryDeadlock(ctx, func() error {
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, setSessionBatch.text, setSessionArgs(l, sessionID)...).Scan(&n)
+		})
 	})
 	if err != nil {
 		return wrap(fmt.Sprintf("recording the session of task %d", l.TaskID), err)

@@ -22,6 +22,21 @@ type query struct {
 	params []string
 }
 
+// readCommitted opens every store batch: the batch runs at READ COMMITTED
+// whatever level its session was left at. SQL Server keeps a session's
+// isolation level until it is set again: sp_reset_connection, which the
+// driver runs when a pooled session is reused, does not reset it (Microsoft:
+// "SET TRANSACTION ISOLATION LEVEL"; the pool keeps what a transactional body
+// set). At SERIALIZABLE, REPEATABLE READ's range locks would be held by every
+// unhinted read, and at SERIALIZABLE, SNAPSHOT or READ UNCOMMITTED a READPAST
+// hint fails with error 650 (READPAST is allowed only under READ COMMITTED or
+// REPEATABLE READ, "Table hints"). Set inside a batch sent with parameters
+// (sp_executesql), the level lasts until the batch ends, as in a procedure;
+// set in a plain batch it stays on the session, where READ COMMITTED is what
+// every batch wants anyway. With READ_COMMITTED_SNAPSHOT ON, READ COMMITTED
+// is its row-versioning form, as the hints in doc.go expect.
+const readCommitted = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n"
+
 // taskColumnNames are the readpast_tasks columns a queue.Task is read from, in
 // the order scanTask expects them.
 var taskColumnNames = []string{

@@ -18,7 +18,7 @@ import (
 // again (docs/API.md, "DELETE /api/queues/{name}").
 var deleteQueueBatch = query{
 	name: "delete-queue",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 

@@ -11,7 +11,7 @@ import (
 // throughputQuery reads the buckets of one span from @since's bucket on.
 var throughputQuery = query{
 	name: "throughput",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SELECT r.bucket, r.queue, r.outcome, r.n, r.busy_ms
 FROM dbo.readpast_throughput AS r
 WHERE r.span = @span
@@ -22,13 +22,33 @@ ORDER BY r.bucket, r.queue, r.outcome;
 	params: []string{"span", "since"},
 }
 
-// purgeRollupsBatch deletes the buckets past their span's keep.
+// purgeRollupsBatch deletes the buckets past their span's keep, at most
+// purgeRollupsChunk rows a statement, each statement its own transaction:
+// SQL Server tries to escalate a statement's row locks to a table lock at
+// about 5,000 locks (Microsoft: "Lock escalation"), which would stop every
+// finish of every queue until the purge commits. Each DELETE seeks the
+// primary key (span, bucket, ...) from the start of one span.
 var purgeRollupsBatch = query{
 	name: "purge-rollups",
-	text: `SET NOCOUNT ON;
-DELETE FROM dbo.readpast_throughput
-WHERE (span = 'minute' AND bucket < @minutes) OR (span = 'hour' AND bucket < @hours);
-SELECT @@ROWCOUNT;
+	text: readCommitted + `SET NOCOUNT ON;
+DECLARE @total bigint = 0;
+DECLARE @n int = 1;
+WHILE @n > 0
+BEGIN
+    DELETE TOP (2000) FROM dbo.readpast_throughput WITH (ROWLOCK)
+    WHERE span = 'minute' AND bucket < @minutes;
+    SET @n = @@ROWCOUNT;
+    SET @total += @n;
+END;
+SET @n = 1;
+WHILE @n > 0
+BEGIN
+    DELETE TOP (2000) FROM dbo.readpast_throughput WITH (ROWLOCK)
+    WHERE span = 'hour' AND bucket < @hours;
+    SET @n = @@ROWCOUNT;
+    SET @total += @n;
+END;
+SELECT @total;
 `,
 	params: []string{"minutes", "hours"},
 }
@@ -52,10 +72,12 @@ func (s *Store) Throughput(ctx context.Context, q queue.ThroughputQuery) ([]queu
 // PurgeRollups implements queue.Store.
 func (s *Store) PurgeRollups(ctx context.Context, now time.Time) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		return c.QueryRowContext(ctx, purgeRollupsBatch.text,
-			sql.Named("minutes", datetime2(now.Add(-queue.RollupMinutesKept))),
-			sql.Named("hours", datetime2(now.Add(-queue.RollupHoursKept)))).Scan(&n)
+	err := retryDeadlock(ctx, func() error {
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return c.QueryRowContext(ctx, purgeRollupsBatch.text,
+				sql.Named("minutes", datetime2(now.Add(-queue.RollupMinutesKept))),
+				sql.Named("hours", datetime2(now.Add(-queue.RollupHoursKept)))).Scan(&n)
+		})
 	})
 	return n, wrap("purging the throughput rollup", err)
 }

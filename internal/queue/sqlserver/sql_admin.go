@@ -18,7 +18,7 @@ package sqlserver
 // of any heartbeat, and a body that outran its lease was stopped as lost.
 var heartbeatBatch = query{
 	name: "heartbeat",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 
 DECLARE @i int = -1;
 DECLARE @id bigint;
@@ -73,7 +73,7 @@ ORDER BY a.ord;
 // setSessionBatch records the target session of a running attempt, fenced.
 var setSessionBatch = query{
 	name: "set-session",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 UPDATE dbo.readpast_tasks
 SET session_id = @session
 WHERE id = @id
@@ -89,7 +89,7 @@ SELECT @@ROWCOUNT;
 // holder. The result row is the state before (NULL: no such task) and after.
 var cancelBatch = query{
 	name: "cancel",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -161,7 +161,7 @@ SELECT @before AS before_state, @state AS state;
 // share a key. The result is the state before and the conflict flag.
 var retryBatch = query{
 	name: "retry",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -173,6 +173,7 @@ DECLARE @stage int;
 DECLARE @queue nvarchar(64);
 DECLARE @key nvarchar(128);
 DECLARE @conflict bit = 0;
+DECLARE @reopened TABLE (id bigint NOT NULL PRIMARY KEY, queue nvarchar(64) NOT NULL);
 ` + chainDeclarations + rollupDeclarations + `
 -- Lock order 2: the chain row.
 ` + lockChain + `
@@ -229,13 +230,18 @@ BEGIN
             t.finished_at     = NULL,
             t.finished_by     = NULL,
             t.last_error      = NULL
+        OUTPUT inserted.id, inserted.queue INTO @reopened (id, queue)
         FROM dbo.readpast_tasks AS t WITH (ROWLOCK, FORCESEEK)
         JOIN @chain_rows AS r ON r.id = t.id
         WHERE t.state = 'cancelled';
 
+        -- The counts shrink by the rows the UPDATE changed (its OUTPUT), not
+        -- the rows listed above: the list was read without a lock, and a
+        -- purge that deleted a listed task in between has already taken it
+        -- out of the counts.
         INSERT INTO @counted (queue, state, n)
         SELECT r.queue, 'cancelled', -COUNT_BIG(*)
-        FROM @chain_rows AS r
+        FROM @reopened AS r
         GROUP BY r.queue;
 ` + refreshChain + `
     END;
@@ -256,7 +262,7 @@ SELECT @before AS before_state, @conflict AS conflict;
 // the same queue serialise on the key range instead of one failing on the key.
 var updateQueueBatch = query{
 	name: "update-queue",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -293,7 +299,7 @@ COMMIT TRAN;
 // setGroupLimitBatch creates or updates a group's limit (lock order 4 only).
 var setGroupLimitBatch = query{
 	name: "set-group-limit",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 

@@ -398,6 +398,6 @@ ORDER BY o.priority, o.available_at, o.id;
 // claimBatch is the whole claim in one round trip.
 var claimBatch = query{
 	name:   "claim",
-	text:   claimPrologue + "BEGIN TRAN;\n" + claimCore + "\nCOMMIT TRAN;\n" + claimResult,
+	text:   readCommitted + claimPrologue + "BEGIN TRAN;\n" + claimCore + "\nCOMMIT TRAN;\n" + claimResult,
 	params: []string{"queue", "owner", "limit", "lease_ms", "token"},
 }

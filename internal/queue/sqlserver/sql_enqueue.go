@@ -36,7 +36,7 @@ package sqlserver
 // with filtered indexes.
 var enqueueBatch = query{
 	name: "enqueue",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 
 DECLARE @now datetime2(6) = SYSUTCDATETIME();

@@ -173,7 +173,7 @@ var finishParams = []string{
 // finishBatch ends one attempt in its own transaction, in one round trip.
 var finishBatch = query{
 	name:   "finish",
-	text:   finishPrologue + "BEGIN TRAN;\n" + finishCore + "\nCOMMIT TRAN;\n" + finishResult,
+	text:   readCommitted + finishPrologue + throughputBuckets + "BEGIN TRAN;\n" + finishCore + "\nCOMMIT TRAN;\n" + finishResult,
 	params: finishParams,
 }
 
@@ -181,7 +181,7 @@ var finishBatch = query{
 // reading past rows a finisher or heartbeat holds right now (they are alive).
 var expiredLeases = query{
 	name: "expired-leases",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SELECT TOP (@limit) t.id, t.lease_token, t.lease_owner, t.session_id, t.started_at
 FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK)
 WHERE t.state = 'running'

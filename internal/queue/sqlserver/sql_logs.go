@@ -17,7 +17,7 @@ import (
 // attemptsOfQueueQuery instead.
 var attemptsQuery = query{
 	name: "attempts",
-	text: `SELECT TOP (@limit) a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
+	text: readCommitted + `SELECT TOP (@limit) a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
        a.started_at, a.finished_at, a.duration_ms, a.outcome, a.error,
        a.rows_affected, a.messages
 FROM dbo.readpast_attempts AS a
@@ -41,7 +41,7 @@ OPTION (RECOMPILE);
 // history for each page.
 var attemptsOfQueueQuery = query{
 	name: "attempts-of-queue",
-	text: `SELECT TOP (@limit) a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
+	text: readCommitted + `SELECT TOP (@limit) a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
        a.started_at, a.finished_at, a.duration_ms, a.outcome, a.error,
        a.rows_affected, a.messages
 FROM (VALUES ` + valueRows(queue.Outcomes) + `) AS o (outcome)
@@ -80,7 +80,7 @@ func valueRows[T ~string](values []T) string {
 // SQL Server, and a form Babelfish accepts.
 var purgeAttemptsBatch = query{
 	name: "purge-attempts",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 DELETE FROM dbo.readpast_attempts WITH (ROWLOCK)
 WHERE id IN (
     SELECT TOP (@batch) a.id
@@ -103,7 +103,7 @@ SELECT @@ROWCOUNT;
 // other writer of a task does first.
 var purgeTasksBatch = query{
 	name: "purge-tasks",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -139,7 +139,7 @@ SELECT COUNT_BIG(*) FROM @gone;
 // runs it each second.
 var queueSettingsQuery = query{
 	name: "queue-settings",
-	text: `SELECT q.name, q.workers, q.max_running, q.paused, q.updated_at, q.updated_by
+	text: readCommitted + `SELECT q.name, q.workers, q.max_running, q.paused, q.updated_at, q.updated_by
 FROM dbo.readpast_queues AS q
 ORDER BY q.name;
 `,

@@ -8,7 +8,7 @@ package sqlserver
 // failing on the primary key (the usual T-SQL upsert, without MERGE).
 var registerNodeBatch = query{
 	name: "register-node",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -38,7 +38,7 @@ COMMIT TRAN;
 // (0: the node never registered).
 var heartbeatNodeBatch = query{
 	name: "heartbeat-node",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 UPDATE dbo.readpast_nodes
 SET heartbeat_at = SYSUTCDATETIME(),
     info         = @info,
@@ -52,7 +52,7 @@ SELECT @@ROWCOUNT;
 // stopNodeBatch marks a node stopped (graceful shutdown).
 var stopNodeBatch = query{
 	name: "stop-node",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 UPDATE dbo.readpast_nodes
 SET stopped_at   = SYSUTCDATETIME(),
     heartbeat_at = SYSUTCDATETIME()
@@ -66,7 +66,7 @@ WHERE id = @id;
 // id, a handful: the scan is of those.
 var purgeNodesBatch = query{
 	name: "purge-nodes",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 DELETE FROM dbo.readpast_nodes WHERE heartbeat_at < @cutoff;
 SELECT @@ROWCOUNT;
 `,
@@ -77,7 +77,7 @@ SELECT @@ROWCOUNT;
 // database clock, so nodes with skewed clocks agree.
 var nodesQuery = query{
 	name: "nodes",
-	text: `SELECT n.id, n.hostname, n.pid, n.version, n.started_at, n.heartbeat_at, n.stopped_at, n.info,
+	text: readCommitted + `SELECT n.id, n.hostname, n.pid, n.version, n.started_at, n.heartbeat_at, n.stopped_at, n.info,
        CAST(CASE WHEN n.stopped_at IS NOT NULL
                    OR DATEDIFF_BIG(millisecond, n.heartbeat_at, SYSUTCDATETIME()) > @gone_ms
                  THEN 1 ELSE 0 END AS bit) AS gone

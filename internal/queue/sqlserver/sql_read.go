@@ -13,7 +13,7 @@ import "readpast/internal/queue"
 // chain-waiting task).
 var getTaskQuery = query{
 	name: "get-task",
-	text: `SELECT ` + columns("t") + `,
+	text: readCommitted + `SELECT ` + columns("t") + `,
        SYSUTCDATETIME() AS now_utc,
        q.paused,
        q.workers,
@@ -56,7 +56,7 @@ WHERE t.id = @id;
 // listTasksByStateQuery instead.
 var listTasksQuery = query{
 	name: "list-tasks",
-	text: `SELECT TOP (@limit) ` + columns("t") + `
+	text: readCommitted + `SELECT TOP (@limit) ` + columns("t") + `
 FROM dbo.readpast_tasks AS t
 WHERE (@state IS NULL OR t.state = @state)
   AND (@queue IS NULL OR t.queue = @queue)
@@ -79,7 +79,7 @@ OPTION (RECOMPILE);
 // each page.
 var listTasksByStateQuery = query{
 	name: "list-tasks-by-state",
-	text: `SELECT TOP (@limit) ` + columns("t") + `
+	text: readCommitted + `SELECT TOP (@limit) ` + columns("t") + `
 FROM (VALUES ` + valueRows(queue.States) + `) AS s (state)
 CROSS APPLY (SELECT TOP (@limit) x.id
                FROM dbo.readpast_tasks AS x
@@ -104,7 +104,7 @@ OPTION (RECOMPILE);
 // the transactions that finish, cancel, retry and purge them.
 var queuesQuery = query{
 	name: "queues",
-	text: `WITH counts AS (
+	text: readCommitted + `WITH counts AS (
     SELECT t.queue, t.state, COUNT_BIG(*) AS n
     FROM dbo.readpast_tasks AS t
     WHERE t.state IN ('pending', 'running')
@@ -136,7 +136,7 @@ OPTION (RECOMPILE);
 // groupsQuery lists the concurrency groups.
 var groupsQuery = query{
 	name: "groups",
-	text: `SELECT g.name, g.max_running, g.running, g.updated_at, g.updated_by,
+	text: readCommitted + `SELECT g.name, g.max_running, g.running, g.updated_at, g.updated_by,
        (SELECT COUNT_BIG(*) FROM dbo.readpast_tasks AS t
          WHERE t.group_name = g.name AND t.state = 'pending') AS pending
 FROM dbo.readpast_groups AS g
@@ -147,7 +147,7 @@ ORDER BY g.name;
 // taskAttemptsQuery reads one task's execution log, oldest first.
 var taskAttemptsQuery = query{
 	name: "task-attempts",
-	text: `SELECT a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
+	text: readCommitted + `SELECT a.id, a.task_id, a.attempt, a.queue, a.node, a.worker, a.session_id,
        a.started_at, a.finished_at, a.duration_ms, a.outcome, a.error,
        a.rows_affected, a.messages
 FROM dbo.readpast_attempts AS a

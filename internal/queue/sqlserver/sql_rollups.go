@@ -71,3 +71,36 @@ WHERE NOT EXISTS (
     FROM dbo.readpast_throughput AS r WITH (UPDLOCK, SERIALIZABLE, FORCESEEK)
     WHERE r.span = b.span AND r.bucket = b.bucket AND r.queue = @queue AND r.outcome = @outcome);
 `
+
+// throughputBuckets runs before a finish's transaction, on its own
+// (autocommitted): it creates, empty, the minute and hour rows of the task's
+// queue that the finish will add to, if they are missing. Inside the
+// transaction throughputRollup then finds its rows, and its
+// (UPDLOCK, SERIALIZABLE) locks only those keys: on a missing key it would
+// range-lock the gap up to the next key in the index (Microsoft: "Transaction
+// locking and row versioning guide", key-range locks), which at the start of
+// a minute is another queue's row, and hold it through the commit. The insert
+// here takes no range lock (a plain insert at READ COMMITTED locks its own new
+// key), and two finishers racing to create one row make one of them fail on
+// the key (2601/2627), which is caught: the row exists either way. Should the
+// row still be missing inside the transaction (the minute turned, the bucket
+// was purged), throughputRollup inserts it as before. The read of the task's
+// queue is the only other read: its row is held by this finisher's lease.
+const throughputBuckets = `
+BEGIN TRY
+    INSERT INTO dbo.readpast_throughput (span, bucket, queue, outcome, n, busy_ms)
+    SELECT b.span, b.bucket, t.queue, @outcome, 0, 0
+    FROM dbo.readpast_tasks AS t
+    CROSS JOIN (VALUES ('minute', DATEADD(minute, DATEDIFF(minute, 0, COALESCE(@finished, SYSUTCDATETIME())), 0)),
+                       ('hour',   DATEADD(hour, DATEDIFF(hour, 0, COALESCE(@finished, SYSUTCDATETIME())), 0))) AS b(span, bucket)
+    WHERE t.id = @id
+      AND t.lease_token = @token
+      AND NOT EXISTS (
+          SELECT 1
+          FROM dbo.readpast_throughput AS r
+          WHERE r.span = b.span AND r.bucket = b.bucket AND r.queue = t.queue AND r.outcome = @outcome);
+END TRY
+BEGIN CATCH
+    IF ERROR_NUMBER() NOT IN (2601, 2627) THROW;
+END CATCH;
+`

@@ -36,7 +36,7 @@ var defParams = []string{"cron", "time_zone", "queue", "body", "priority", "grou
 // (OUTER APPLY), never a join that could scan the history.
 var schedulesQuery = query{
 	name: "schedules",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SELECT ` + scheduleColumns + `
 FROM dbo.readpast_schedules AS s
 OUTER APPLY (
@@ -54,7 +54,7 @@ ORDER BY s.name;
 // on readpast_schedules_name_uq (2627).
 var createScheduleBatch = query{
 	name: "create-schedule",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -78,7 +78,7 @@ COMMIT TRAN;
 // went) meanwhile.
 var replaceScheduleBatch = query{
 	name: "replace-schedule",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -123,7 +123,7 @@ SELECT @changed;
 // how many it deleted (0 or 1).
 var deleteScheduleBatch = query{
 	name: "delete-schedule",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
 
@@ -163,7 +163,7 @@ const unfinishedLastRun = `EXISTS (
 // transaction RunSchedule began) and says whether the overlap policy skips it.
 var runLockQuery = query{
 	name: "run-schedule-lock",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SELECT ` + runColumns + `,
        CAST(CASE WHEN s.overlap = 'skip' AND ` + unfinishedLastRun + ` THEN 1 ELSE 0 END AS bit)
 FROM dbo.readpast_schedules AS s WITH (UPDLOCK, ROWLOCK)
@@ -179,7 +179,7 @@ WHERE s.name = @name;
 // not this scheduler's fire).
 var fireBatch = query{
 	name: "fire-schedule",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 
 DECLARE @outcome varchar(16);
@@ -222,7 +222,7 @@ WHERE s.id = @id
 // Run now) and makes it the schedule's latest run.
 var linkRunBatch = query{
 	name: "link-schedule-run",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 UPDATE dbo.readpast_tasks WITH (ROWLOCK)
 SET schedule_name = @name,
     fire_at = @fire_at
@@ -238,7 +238,7 @@ WHERE id = @id;
 // runAuditBatch records a Run now.
 var runAuditBatch = query{
 	name: "run-schedule-audit",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 INSERT INTO dbo.readpast_audit (actor, action, target, detail)
 VALUES (@actor, N'run_schedule', CONCAT(N'schedule ', @name), CONCAT(N'task ', @task_id));
 `,
@@ -251,7 +251,7 @@ VALUES (@actor, N'run_schedule', CONCAT(N'schedule ', @name), CONCAT(N'task ', @
 // It locks nothing: the fire that follows is a compare-and-set.
 var dueSchedulesQuery = query{
 	name: "due-schedules",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 DECLARE @now datetime2(6) = COALESCE(@at, SYSUTCDATETIME());
 
 SELECT @now AS now_utc,

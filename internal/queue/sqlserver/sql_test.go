@@ -85,6 +85,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{queueSettingsQuery, nil},
 		{auditQuery, auditArgs(10, 100)},
 		{deleteQueueBatch, deleteQueueArgs("q", "ann")},
+		{purgeRollupsBatch, []any{sql.Named("minutes", datetime2(time.Now())), sql.Named("hours", datetime2(time.Now()))}},
 	}...)
 }
 

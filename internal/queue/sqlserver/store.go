@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/golang-migrate/migrate/v4/database"
 	migratesqlserver "github.com/golang-migrate/migrate/v4/database/sqlserver"
@@ -28,6 +27,7 @@ type Store struct {
 	db        *sql.DB
 	database  string // DB_NAME() of the store: a transactional body's USE is undone to it
 	connector *mssql.Connector
+	sessions  *countingConnector // the pool's connector: counts logins
 	opts      queue.Options
 	log       *slog.Logger
 }
@@ -42,9 +42,9 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlserver: opening the store: %w", err)
 	}
-	db := sql.OpenDB(connector)
-	// Connections that sit idle behind a firewall get cut silently; recycle them.
-	db.SetConnMaxIdleTime(5 * time.Minute)
+	sessions := &countingConnector{Connector: connector}
+	db := sql.OpenDB(sessions)
+	configurePool(db)
 	var database string
 	if err := db.QueryRowContext(ctx, "SELECT DB_NAME();").Scan(&database); err != nil {
 		_ = db.Close()
@@ -54,7 +54,7 @@ func Open(ctx context.Context, dsn string, opts queue.Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Store{db: db, database: database, connector: connector, opts: opts, log: logger}, nil
+	return &Store{db: db, database: database, connector: connector, sessions: sessions, opts: opts, log: logger}, nil
 }
 
 // Dialect returns dialect.SQLServer.

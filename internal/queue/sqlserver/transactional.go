@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -21,10 +22,13 @@ import (
 //     PROCEDURE and the like work), its PRINT/RAISERROR messages and rows
 //     gathered as the target executor gathers them (sqlrun.RunMSSQL). When
 //     ctx ends the driver sends an attention and the statement stops.
-//  3. restoreBatch sets the session back to a fixed state (restoreSession
-//     says which options and why) and reads XACT_STATE(), @@TRANCOUNT and
-//     whether the mark is still held: the completion runs only in the transaction
-//     begun in 1, still committable, at nesting level 1.
+//  3. restoreBatch sets the session back to a fixed state (restore.go:
+//     restoreOptions says which options and why) and reads XACT_STATE(),
+//     @@TRANCOUNT, whether the mark is still held and who the session runs
+//     as: the completion runs only in the transaction begun in 1, still
+//     committable, at nesting level 1, as the login that connected. After a
+//     body that failed, rollbackAndRestore rolls back and sets the same
+//     options.
 //  4. markCommittedBatch: the task's own row marked committed under the
 //     lease, and COMMIT TRAN, in one round trip. The attempt's end is
 //     recorded after, by the caller's ordinary finish (queue.TxResult).
@@ -32,8 +36,10 @@ import (
 // Steps 3 and 4 run under queue.Detached once the body has succeeded. A
 // deadlock victim in step 4 rolled everything back, body included, so the
 // whole task runs again (retryConflicts); a deadlock in the body is the body's
-// failure. The session is then reset (sqlrun.ResetMSSQL) before it goes back
-// to the pool, or closed when its state is unknown, so nothing the body did
+// failure. The session is then reset (sqlrun.ResetMSSQL, which also sets
+// READ COMMITTED: the reset keeps the isolation level) before it goes back
+// to the pool, or closed when its state is unknown, when the body may have
+// made a ##global table or left EXECUTE AS in force, so nothing the body did
 // to it reaches the store's next request.
 func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body string) (queue.TxResult, error) {
 	runs, err := sqlscript.Runs(body, sqlscript.TSQL)
@@ -49,7 +55,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	var res queue.TxResult
 	err = retryConflicts(ctx, func() error {
 		var err error
-		res, err = s.runTransactionalOnce(ctx, a, runs)
+		res, err = s.runTransactionalOnce(ctx, a, runs, createsGlobalTemp(body))
 		return err
 	})
 	if err != nil {
@@ -82,57 +88,23 @@ func txMark(a queue.Attempt) string {
 	return fmt.Sprintf("readpast/tx/%d/%d", a.TaskID, a.Token)
 }
 
-// restoreBatch sets the session back to what the store's statements are
-// written for, whatever the body did (SET options last until the session
-// ends or resets, and survive its batches):
-//
-//   - NOEXEC, PARSEONLY and FMTONLY first: with any of them on, SQL Server
-//     would compile and skip every statement after it, the completion
-//     included, and report success. (SHOWPLAN_* must be alone in a batch, so
-//     a body that left one on makes this batch fail, which fails the attempt.)
-//   - The options a filtered index needs to be written (Microsoft: "CREATE
-//     INDEX", required SET options): without them the completion's writes to
-//     readpast_tasks fail with 1934.
-//   - ROWCOUNT 0: with SET ROWCOUNT n, the chain failure policy would cancel
-//     only n later stages.
-//   - LOCK_TIMEOUT -1, DEADLOCK_PRIORITY NORMAL, READ COMMITTED: the lock
-//     behaviour the store's lock order is written for (a body's SERIALIZABLE
-//     would hold range locks, SNAPSHOT would refuse the writes).
-//   - IMPLICIT_TRANSACTIONS OFF, XACT_ABORT ON, CURSOR_CLOSE_ON_COMMIT OFF.
-//   - USE the store's database: after a body's USE the completion would name
-//     another database's tables (208, or another store's).
-//
-// It ends by reading what decides whether the completion may run.
-func restoreBatch(database, mark string) string {
-	return `SET NOEXEC OFF;
-SET PARSEONLY OFF;
-SET FMTONLY OFF;
-SET ANSI_NULLS ON;
-SET ANSI_PADDING ON;
-SET ANSI_WARNINGS ON;
-SET ARITHABORT ON;
-SET CONCAT_NULL_YIELDS_NULL ON;
-SET QUOTED_IDENTIFIER ON;
-SET NUMERIC_ROUNDABORT OFF;
-SET ROWCOUNT 0;
-SET LOCK_TIMEOUT -1;
-SET DEADLOCK_PRIORITY NORMAL;
-SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-SET IMPLICIT_TRANSACTIONS OFF;
-SET XACT_ABORT ON;
-SET CURSOR_CLOSE_ON_COMMIT OFF;
-USE ` + quoteName(database) + `;
-SELECT XACT_STATE(), @@TRANCOUNT, APPLOCK_MODE(N'public', N'` + mark + `', N'Transaction');`
-}
+// createsGlobalTemp reports whether body may create a global temporary table
+// (its text has "##"). Its session is then ended, as the plain target ends
+// it: sp_reset_connection drops a session's #local tables but not its
+// ##global ones, which live until the session that created them ends
+// (Microsoft: "CREATE TABLE", temporary tables), so a pooled session would
+// keep them, and their names, for as long as the pool keeps it.
+func createsGlobalTemp(body string) bool { return strings.Contains(body, "##") }
 
-// runTransactionalOnce is one try of RunTransactional.
-func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs []sqlscript.Run) (res queue.TxResult, err error) {
+// runTransactionalOnce is one try of RunTransactional; global says the session
+// must end afterwards (createsGlobalTemp).
+func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs []sqlscript.Run, global bool) (res queue.TxResult, err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return res, err
 	}
 	clean := false
-	defer func() { s.releaseTxConn(conn, clean) }()
+	defer func() { s.releaseTxConn(conn, clean && !global) }()
 
 	var spid, marked int64
 	mark := txMark(a)
@@ -151,10 +123,14 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 	defer cancel()
 	if res.BodyErr == nil {
 		res.BodyErr = s.restoreSession(dctx, conn, mark)
+		if errors.As(res.BodyErr, new(impersonatingError)) {
+			_ = rollback(dctx, conn)
+			return res, nil // the session is ended, not pooled
+		}
 	}
 	if res.BodyErr != nil {
 		res.RowsAffected = 0 // rolled back
-		clean = ctx.Err() == nil && rollback(dctx, conn) == nil
+		clean = ctx.Err() == nil && s.rollbackAndRestore(dctx, conn) == nil
 		return res, nil
 	}
 
@@ -182,7 +158,7 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 // succeeded however it ends (queue.TxResult, migration 000002's header).
 var markCommittedBatch = query{
 	name: "mark-committed",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 UPDATE dbo.readpast_tasks
 SET committed_token = @token
@@ -213,32 +189,6 @@ func runBody(ctx context.Context, conn *sql.Conn, runs []sqlscript.Run, msgs *sq
 		}
 	}
 	return rows, nil
-}
-
-// restoreSession runs restoreBatch and checks that the completion may run in
-// the transaction: the one begun for the task (it holds mark), committable,
-// not nested. The error says what the body did.
-func (s *Store) restoreSession(ctx context.Context, conn *sql.Conn, mark string) error {
-	var (
-		state, trancount int
-		held             string
-	)
-	err := conn.QueryRowContext(ctx, restoreBatch(s.database, mark)).Scan(&state, &trancount, &held)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return errors.New("after the body the session answered no rows: the body left SHOWPLAN, NOEXEC or a similar option on")
-	case err != nil:
-		return fmt.Errorf("restoring the session after the body failed (did it leave SHOWPLAN_XML or another option on?): %w", sqlrun.DescribeMSSQL(err))
-	case state == -1:
-		return errors.New("the body's error left its transaction uncommittable (XACT_STATE() = -1), even if the body caught it: everything it did was rolled back")
-	case trancount == 0 || state == 0:
-		return errors.New("the body ended the task's transaction (COMMIT or ROLLBACK): a transactional task's body must leave that to ReadPast, which commits it with the completion")
-	case held != "Exclusive":
-		return errors.New("the body committed or rolled back the task's transaction and began another (COMMIT; BEGIN TRAN): what it did before that COMMIT is committed without the task's completion")
-	case trancount > 1:
-		return fmt.Errorf("the body left @@TRANCOUNT at %d (a BEGIN TRANSACTION without its COMMIT)", trancount)
-	}
-	return nil
 }
 
 // rollback rolls back whatever transaction the session has.

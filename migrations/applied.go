@@ -1,0 +1,48 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"readpast/internal/dialect"
+)
+
+// appliedChecks answer, for each dialect and version, whether that
+// migration's changes are in the database (1) or not (0). golang-migrate
+// marks a version dirty, runs its file, then marks it clean in a separate
+// transaction, so a client that dies between the file's COMMIT and that mark
+// leaves a dirty version whose changes are all there; running the file again
+// would fail on them (a column or table that exists) for ever. Each file is
+// all or nothing (Up), so one object it creates tells. Every new version adds
+// its check here on every dialect (TestEveryMigrationHasAnAppliedCheck).
+var appliedChecks = map[dialect.Dialect]map[uint]string{
+	dialect.SQLServer: {
+		1: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_tasks', N'U') IS NULL THEN 0 ELSE 1 END;",
+		2: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'committed_token') IS NULL THEN 0 ELSE 1 END;",
+		3: "SELECT 1;", // the file changes nothing on SQL Server
+	},
+	dialect.Postgres: {
+		1: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
+		2: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_tasks' AND column_name = 'committed_token'",
+		3: "SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = current_schema()::regnamespace AND proname = 'readpast_release_uncounted'",
+	},
+	dialect.SQLite: {
+		1: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_tasks'",
+		2: "SELECT 1", // the file changes nothing on SQLite
+		3: "SELECT 1", // nor this one
+	},
+}
+
+// migrationApplied reports whether version v's changes are in db.
+func migrationApplied(ctx context.Context, d dialect.Dialect, db *sql.DB, v uint) (bool, error) {
+	q, ok := appliedChecks[d][v]
+	if !ok {
+		return false, fmt.Errorf("no check of whether %s migration %d was applied (migrations/applied.go)", d, v)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return false, fmt.Errorf("checking whether %s migration %d was applied: %w", d, v, err)
+	}
+	return n > 0, nil
+}
