@@ -102,16 +102,7 @@ func runFreeze(t *testing.T, d database, p freezePlan) {
 		d.Dialect, before, during, p.window, 100*kept)
 	require.Positive(t, others(before), "the other nodes finished tasks before the freeze")
 
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		left, ok := w.unfinished()
-		require.True(t, ok, "reading the queue's counts")
-		if left == 0 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "%d tasks still unfinished", left)
-		time.Sleep(200 * time.Millisecond)
-	}
+	w.waitDrained(t, 5*time.Minute)
 	for _, n := range nodes {
 		n.stop(t, 30*time.Second)
 	}

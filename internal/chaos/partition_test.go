@@ -185,16 +185,7 @@ func TestPartitionStopsNoOtherNode(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		left, ok := w.unfinished()
-		require.True(t, ok, "reading the queues' counts")
-		if left == 0 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "%d tasks still unfinished", left)
-		time.Sleep(200 * time.Millisecond)
-	}
+	w.waitDrained(t, 5*time.Minute)
 	for _, n := range nodes {
 		n.stop(t, 30*time.Second)
 	}

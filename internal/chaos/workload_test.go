@@ -145,6 +145,22 @@ func (w *workload) unfinished() (n int64, ok bool) {
 	return n, true
 }
 
+// waitDrained waits until every task of the workload has finished, failing
+// the test if some are still unfinished within d.
+func (w *workload) waitDrained(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		left, ok := w.unfinished()
+		require.True(t, ok, "reading the queue's counts")
+		if left == 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%d tasks still unfinished after %s", left, d)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // queueCounts reads how many tasks of queue q are in each state.
 func queueCounts(s queue.Store, q string) (map[queue.State]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
