@@ -24,6 +24,17 @@ type checked struct {
 	maxBody int
 }
 
+// Unwrap returns the dialect's store behind Checked (s itself when it is not
+// wrapped): what a caller asks of one dialect only, by an interface the Store
+// does not have (SQL Server's count of sessions opened, for /metrics), is
+// asked of that store, which the wrapper would hide.
+func Unwrap(s Store) Store {
+	if c, ok := s.(checked); ok {
+		return c.Store
+	}
+	return s
+}
+
 func (c checked) Enqueue(ctx context.Context, tasks []NewTask) ([]Enqueued, error) {
 	tasks, err := NormalizeAll(tasks, c.maxBody)
 	if err != nil {

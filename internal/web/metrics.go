@@ -129,7 +129,7 @@ func (sc *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		d.Logger.Warn("metrics: reading queue counts", "err", err)
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
-	if sc, ok := d.Store.(sessionCounter); ok {
+	if sc, ok := queue.Unwrap(d.Store).(sessionCounter); ok {
 		ch <- prometheus.MustNewConstMetric(descLogins, prometheus.CounterValue, float64(sc.SessionsOpened()))
 	}
 	for _, q := range qs {

@@ -27,7 +27,7 @@ func TestIdleNodeOpensNoSessions(t *testing.T) {
 		t.Skip("takes over a minute")
 	}
 	e := testenv.New(t, testenv.SQLServer)
-	s := e.Store.(*sqlserver.Store)
+	s := queue.Unwrap(e.Store).(*sqlserver.Store)
 	workersEach := 2
 	for i := range 8 {
 		_, err := s.UpdateQueue(e.Ctx, string(rune('a'+i))+"-idle", queue.QueueUpdate{Workers: &workersEach, Actor: "test"})

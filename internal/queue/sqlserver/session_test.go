@@ -24,7 +24,7 @@ func tdsEnv(t *testing.T) (*testenv.Env, *sqlserver.Store, *sql.DB) {
 		t.Skip(testenv.MSSQLDSNEnv + " not set: no SQL Server to run on")
 	}
 	e := testenv.New(t, testenv.SQLServer)
-	s := e.Store.(*sqlserver.Store)
+	s := queue.Unwrap(e.Store).(*sqlserver.Store)
 	db := sqlserver.PoolOf(s)
 	db.SetMaxOpenConns(1)
 	return e, s, db
