@@ -310,14 +310,15 @@ IF EXISTS (
 BEGIN
     UPDATE dbo.readpast_groups
     SET max_running = @max_running,
+        has_free    = CASE WHEN running < @max_running THEN 1 ELSE 0 END, -- the claim's index of groups with a free slot
         updated_at  = SYSUTCDATETIME(),
         updated_by  = @actor
     WHERE name = @name;
 END
 ELSE
 BEGIN
-    INSERT INTO dbo.readpast_groups (name, max_running, updated_by)
-    VALUES (@name, @max_running, @actor);
+    INSERT INTO dbo.readpast_groups (name, max_running, has_free, updated_by)
+    VALUES (@name, @max_running, CASE WHEN @max_running > 0 THEN 1 ELSE 0 END, @actor);
 END;
 
 INSERT INTO dbo.readpast_audit (actor, action, target, detail)

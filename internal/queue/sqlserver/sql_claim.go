@@ -13,11 +13,11 @@ package sqlserver
 //
 // What it reads: the queue row; the due delayed tasks of the queue (index
 // readpast_tasks_delayed); the first ungrouped ready tasks (readpast_tasks_ready);
-// and, only when grouped tasks are ready, one probe per group that has ready
-// tasks (readpast_tasks_ready_grouped, a skip scan), the counters of those
-// groups, and the first tasks of the groups with free slots. Tasks that cannot
-// run now (delayed, waiting for their chain, in a full group) are never read
-// past, so a backlog of them does not slow the claim down (SPEC §9).
+// and, only when grouped tasks are ready, the groups with a free slot
+// (readpast_groups_free, which holds no full group) with one probe each for a
+// ready task of the queue, and the first tasks of those groups. Tasks that
+// cannot run now (delayed, waiting for their chain, in a full group) are never
+// read past, so a backlog of them does not slow the claim down (SPEC §9).
 //
 // Every read of readpast_tasks names the filtered index it means
 // (INDEX(...)): the claim's plan must not depend on how the optimizer judges
@@ -61,13 +61,12 @@ DECLARE @round int = 0;
 DECLARE @want_n int;
 DECLARE @need_n int;
 DECLARE @stop int;
-DECLARE @g nvarchar(128) = N'';
-DECLARE @next nvarchar(128);
 
--- The plan and its bookkeeping. @groups: groups with ready tasks and free
--- slots by their committed counters; @locked: group rows this claim holds,
+-- The plan and its bookkeeping. @open: groups with free slots by their
+-- committed counters; @groups: those of them with ready tasks in the queue; @locked: group rows this claim holds,
 -- with their locked free slots and what it took; @skipped: group rows another
 -- transaction holds, not admitted this time.
+DECLARE @open TABLE (name nvarchar(128) NOT NULL PRIMARY KEY, free int NOT NULL);
 DECLARE @groups TABLE (name nvarchar(128) NOT NULL PRIMARY KEY, free int NOT NULL);
 DECLARE @cand TABLE (
     id           bigint        NOT NULL PRIMARY KEY,
@@ -148,7 +147,18 @@ BEGIN
     END;
 END;
 
-IF @n > 0 AND NOT EXISTS (
+-- Step 3, the plan's groups: those that have a free slot by their committed
+-- counters and a ready task in this queue. Read in two statements so that
+-- the free groups drive: first the groups with a free slot
+-- (readpast_groups_free holds only those rows; a full group is not in it),
+-- then, for each of them, one seek in the grouped index for a ready task of
+-- the queue. Locking nothing (READPAST with READCOMMITTEDLOCK: a locking read
+-- that skips what others hold and keeps no lock; a group row another claimer
+-- or a finisher holds is not admitted this time). So full groups cost a claim
+-- nothing, whatever their number and backlog; the cost grows with the groups
+-- that have a free slot. A queue with no grouped task ready skips both after
+-- one probe.
+IF @n > 0 AND EXISTS (
     SELECT 1
     FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
     WHERE t.queue = @queue
@@ -157,10 +167,34 @@ IF @n > 0 AND NOT EXISTS (
       AND t.delayed = 0
       AND t.group_name IS NOT NULL)
 BEGIN
-    -- Step 3, no grouped task is ready (one probe): the first @n ungrouped
-    -- ready tasks, skipping rows other claimers hold, are the claim. READPAST
-    -- always comes with a locking read (here UPDLOCK), so it also runs with
-    -- READ_COMMITTED_SNAPSHOT ON.
+    INSERT INTO @open (name, free)
+    SELECT g.name, g.max_running - g.running
+    FROM dbo.readpast_groups AS g WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_groups_free))
+    WHERE g.has_free = 1
+      AND g.running < g.max_running;
+
+    IF @@ROWCOUNT > 0
+    BEGIN
+        INSERT INTO @groups (name, free)
+        SELECT o.name, o.free
+        FROM @open AS o
+        WHERE EXISTS (
+            SELECT 1
+            FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
+            WHERE t.queue = @queue
+              AND t.group_name = o.name
+              AND t.state = 'pending'
+              AND t.chain_wait = 0
+              AND t.delayed = 0);
+    END;
+END;
+
+IF @n > 0 AND NOT EXISTS (SELECT 1 FROM @groups)
+BEGIN
+    -- Step 3, no group that may admit has a ready task: the first @n
+    -- ungrouped ready tasks, skipping rows other claimers hold, are the
+    -- claim. READPAST always comes with a locking read (here UPDLOCK), so it
+    -- also runs with READ_COMMITTED_SNAPSHOT ON.
     INSERT INTO @take (id, lease_token)
     SELECT TOP (@n) t.id, t.lease_token
     FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK, INDEX(readpast_tasks_ready))
@@ -174,36 +208,8 @@ BEGIN
 END
 ELSE IF @n > 0
 BEGIN
-    -- Step 3, grouped tasks are ready. The plan, from committed rows, locking
-    -- nothing (READPAST with READCOMMITTEDLOCK: a locking read that skips what
-    -- others hold and keeps no lock). The groups with ready tasks in the queue,
-    -- one index probe each; of those, the ones whose committed counter shows
-    -- a free slot.
-    WHILE 1 = 1
-    BEGIN
-        SET @next = NULL;
-        SELECT TOP (1) @next = t.group_name
-        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
-        WHERE t.queue = @queue
-          AND t.state = 'pending'
-          AND t.chain_wait = 0
-          AND t.delayed = 0
-          AND t.group_name IS NOT NULL
-          AND t.group_name > @g
-        ORDER BY t.group_name;
-
-        IF @next IS NULL
-            BREAK;
-
-        INSERT INTO @groups (name, free)
-        SELECT g.name, g.max_running - g.running
-        FROM dbo.readpast_groups AS g WITH (READPAST, READCOMMITTEDLOCK)
-        WHERE g.name = @next
-          AND g.running < g.max_running;
-
-        SET @g = @next;
-    END;
-
+    -- Step 3, grouped tasks of groups with free slots are ready. The rest of
+    -- the plan, from committed rows, locking nothing as above.
     -- The first 2 @n + 16 ungrouped ready tasks, and of each open group its
     -- first min(free, @n) tasks and two more (in case other claimers hold
     -- some), merged in claim order.
@@ -355,7 +361,8 @@ BEGIN
     -- Step 5: what each group took joins its running counter; the group rows
     -- are locked since step 4.
     UPDATE g
-    SET g.running = g.running + l.taken
+    SET g.running = g.running + l.taken,
+        g.has_free = CASE WHEN g.running + l.taken < g.max_running THEN 1 ELSE 0 END
     FROM dbo.readpast_groups AS g WITH (ROWLOCK, FORCESEEK)
     JOIN @locked AS l ON l.name = g.name
     WHERE l.taken > 0;

@@ -134,7 +134,8 @@ BEGIN
     IF @group IS NOT NULL
     BEGIN
         UPDATE dbo.readpast_groups WITH (ROWLOCK)
-        SET running = CASE WHEN running > 0 THEN running - 1 ELSE 0 END
+        SET running  = CASE WHEN running > 0 THEN running - 1 ELSE 0 END,
+            has_free = CASE WHEN running - 1 < max_running THEN 1 ELSE 0 END -- the claim's index of groups with a free slot
         WHERE name = @group;
     END;
 
