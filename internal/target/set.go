@@ -185,7 +185,8 @@ func (s *Set) Get(ctx context.Context, name string) (Target, error) {
 	}
 	t, err := OpenPooled(ctx, e.spec.DSN, s.node, e.spec.Pool)
 	if err != nil {
-		return nil, RedactError(fmt.Errorf("target %s: %w", name, err), s.secretsOf(e)...)
+		// Not connected: the attempt fails and backs off (SessionLost says no).
+		return nil, notConnected{RedactError(fmt.Errorf("target %s: %w", name, err), s.secretsOf(e)...)}
 	}
 	e.tgt = t
 	return t, nil

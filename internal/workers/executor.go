@@ -18,13 +18,12 @@ const sessionDelay = time.Second
 // target, or, for a transactional task whose target is the store, in the
 // store's transaction that also records its end (Store.RunTransactional).
 type executor struct {
-	store         Store
-	target        target.Target
-	nodeID        string
-	targetIsStore bool
-	storeTimeout  time.Duration // bounds the session id write
-	observer      Observer
-	log           *slog.Logger
+	store        Store
+	targets      *targetRouter
+	nodeID       string
+	storeTimeout time.Duration // bounds the session id write
+	observer     Observer
+	log          *slog.Logger
 }
 
 // run executes one claimed task and returns the attempt left to record, with
@@ -46,7 +45,7 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 
 	a = queue.Attempt{Lease: t.Lease(), Node: x.nodeID, Worker: e.worker, StartedAt: e.started}
 	var runErr error
-	if t.Transactional && x.targetIsStore {
+	if x.targets.transactionalHere(t) {
 		res, err := x.store.RunTransactional(ctx, a, t.Body)
 		switch {
 		case errors.Is(err, queue.ErrLeaseLost):
@@ -82,7 +81,11 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 	} else {
 		// Named after the attempt, so the node that reclaims its lease can
 		// end the session if this node freezes or is cut off (reclaim.go).
-		res, err := x.target.Run(target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease())), t.Body, e.setSession)
+		var res target.Result
+		tgt, err := x.targets.set.Get(ctx, x.targets.resolve(t))
+		if err == nil {
+			res, err = tgt.Run(target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease())), t.Body, e.setSession)
+		}
 		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
 		runErr = err
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sort"
 	"time"
+
+	"readpast/internal/target"
 )
 
 // WorkerInfo is what one busy worker runs, as the nodes page shows it.
@@ -27,6 +29,11 @@ type PoolInfo struct {
 // NodeInfo is the JSON a node stores with each heartbeat.
 type NodeInfo struct {
 	Pools []PoolInfo `json:"pools"`
+	// Targets are the targets the node serves, each with its latest
+	// reachability check: names, dialects, tags, never a DSN
+	// (docs/TARGETS.md). The API and the dashboard of every node learn the
+	// cluster's targets from them.
+	Targets []target.Status `json:"targets"`
 }
 
 // Snapshot describes the node's pools now.
@@ -43,6 +50,7 @@ func (n *Node) Snapshot() NodeInfo {
 		info.Pools = append(info.Pools, pi)
 	}
 	sort.Slice(info.Pools, func(i, j int) bool { return info.Pools[i].Queue < info.Pools[j].Queue })
+	info.Targets = n.pools.deps.exec.targets.set.Statuses()
 	return info
 }
 
