@@ -54,7 +54,9 @@ func targetNode(t *testing.T, env map[string]string, args ...string) served {
 		}
 	}
 	t.Cleanup(func() { stop() })
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "url=http://"+addr) || strings.Contains(logs.String(), "serve failed") },
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "url=http://"+addr) || strings.Contains(logs.String(), "serve failed")
+	},
 		30*time.Second, 20*time.Millisecond, "logs:\n%s", logs.String())
 	require.Contains(t, logs.String(), "url=http://"+addr, "logs:\n%s", logs.String())
 	return served{addr: addr, logs: logs, stop: stop}
