@@ -24,6 +24,8 @@ type Set struct {
 	order   []string
 	entries map[string]*entry
 	secrets []string
+	// activity keeps the latest activity reads (activity.go).
+	activity activityCache
 }
 
 type entry struct {
