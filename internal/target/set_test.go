@@ -184,4 +184,3 @@ func holdRow(t *testing.T, e *testenv.Env) (id string, release func()) {
 		}
 	}
 }
-
