@@ -106,7 +106,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{echo: echo.New(), log: d.Logger, guard: guard,
 		pages: ui.New(ui.Deps{Store: d.Store, Ops: operations, Node: d.Node, Guard: guard, Version: d.Version,
-			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(bodies), Logger: d.Logger})}
+			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(bodies), Logger: d.Logger, Targets: d.Targets})}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

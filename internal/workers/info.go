@@ -15,6 +15,9 @@ type WorkerInfo struct {
 	TaskID    int64     `json:"task_id"`
 	SessionID string    `json:"session_id"`
 	StartedAt time.Time `json:"started_at"`
+	// Target is the target its body runs on ("store" for a transactional
+	// task that commits with its end).
+	Target string `json:"target"`
 }
 
 // PoolInfo is one queue's pool on this node.
@@ -44,7 +47,12 @@ func (n *Node) Snapshot() NodeInfo {
 		pi := PoolInfo{Queue: p.name, Size: p.size, Paused: p.paused, Running: p.bodies, Busy: []WorkerInfo{}}
 		p.mu.Unlock()
 		for _, e := range p.executions() {
-			pi.Busy = append(pi.Busy, WorkerInfo{Worker: e.worker, Queue: p.name, TaskID: e.task.ID, SessionID: e.sessionID(), StartedAt: e.started})
+			tgt := n.pools.deps.exec.targets.resolve(e.task)
+			if n.pools.deps.exec.targets.transactionalHere(e.task) {
+				tgt = target.StoreName
+			}
+			pi.Busy = append(pi.Busy, WorkerInfo{Worker: e.worker, Queue: p.name, TaskID: e.task.ID, SessionID: e.sessionID(),
+				StartedAt: e.started, Target: tgt})
 		}
 		sort.Slice(pi.Busy, func(i, j int) bool { return pi.Busy[i].Worker < pi.Busy[j].Worker })
 		info.Pools = append(info.Pools, pi)

@@ -156,6 +156,9 @@ type TaskDetail struct {
 	Error    string
 	Actions  []Action
 	Attempts []AttemptRow
+	// Activity is what the running attempt's session does now (nil: not
+	// running, or nothing to show).
+	Activity *ActivityView
 }
 
 // AttemptRow is one execution-log row.
@@ -258,6 +261,11 @@ type TaskForm struct {
 	Transactional     bool
 	ContinueOnFailure bool
 	UniqueKey         string
+	// Target names where it runs; Targets (names or tag:NAME, comma
+	// separated) makes a fan-out, FanOutLimit servers at a time.
+	Target      string
+	Targets     string
+	FanOutLimit string
 }
 
 // Enqueue is the enqueue page: one task, or a script that becomes a chain.
@@ -266,6 +274,8 @@ type Enqueue struct {
 	Script bool // the script form is the one shown first
 	Task   TaskForm
 	Queues []string
+	// TargetNames are the targets and tag:NAME selectors the form offers.
+	TargetNames []string
 	Errors map[string]string
 	Error  string
 }
