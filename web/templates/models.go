@@ -276,6 +276,6 @@ type Enqueue struct {
 	Queues []string
 	// TargetNames are the targets and tag:NAME selectors the form offers.
 	TargetNames []string
-	Errors map[string]string
-	Error  string
+	Errors      map[string]string
+	Error       string
 }
