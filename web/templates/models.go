@@ -82,21 +82,24 @@ type Overview struct {
 
 // QueueRow is one queue with its counts, workers and controls.
 type QueueRow struct {
-	Name        string
-	TasksURL    string
-	Paused      bool
-	Counts      []StateCount
-	Busy        string // busy workers across live nodes, e.g. "3"
-	Size        string // pool size across live nodes, e.g. "8"
-	BusyKey     string
-	SizeKey     string
-	PausedKey   string
-	Nodes       int
-	Workers     string // the setting: workers per node; "" means the node default
-	MaxRunning  string // "" means no limit
-	Spark       Sparkline
-	Errors      map[string]string // a refused change, by field
-	ControlsURL string
+	Name       string
+	TasksURL   string
+	Paused     bool
+	Counts     []StateCount
+	Busy       string // busy workers across live nodes, e.g. "3"
+	Size       string // pool size across live nodes, e.g. "8"
+	BusyKey    string
+	SizeKey    string
+	PausedKey  string
+	Nodes      int
+	Workers    string // the setting: workers per node; "" means the node default
+	MaxRunning string // "" means no limit
+	// DefaultTarget is where its tasks that name no target run; "" the
+	// node's default.
+	DefaultTarget string
+	Spark         Sparkline
+	Errors        map[string]string // a refused change, by field
+	ControlsURL   string
 	// DeleteURL is set for a queue that holds no task: it can be deleted.
 	DeleteURL string
 }
