@@ -62,8 +62,8 @@ type activityReader interface {
 	activity(ctx context.Context, ids []int64) (ActivityReport, error)
 }
 
-// maxStatement bounds the statement text shown per session.
-const maxStatement = 300
+// maxStatement bounds the statement text read per session, in characters.
+const maxStatement = "300"
 
 // sessionIDs parses ids to numbers: only numbers reach the query text.
 func sessionIDs(ids []string) []int64 {
@@ -89,7 +89,7 @@ blockers AS (SELECT DISTINCT unnest(pg_blocking_pids(w.pid)) AS pid FROM wanted 
 SELECT a.pid, coalesce(a.state, ''), coalesce(a.wait_event_type || ':' || a.wait_event, ''),
        CASE WHEN a.wait_event IS NOT NULL THEN (extract(epoch FROM now() - a.state_change) * 1000)::bigint ELSE 0 END,
        pg_blocking_pids(a.pid), coalesce((extract(epoch FROM now() - a.query_start) * 1000)::bigint, 0),
-       left(coalesce(a.query, ''), ` + "300" + `), coalesce(a.application_name, '')
+       left(coalesce(a.query, ''), ` + maxStatement + `), coalesce(a.application_name, '')
   FROM pg_stat_activity a
  WHERE a.pid IN (SELECT pid FROM wanted UNION SELECT pid FROM blockers)
  ORDER BY a.pid`
@@ -138,7 +138,7 @@ const activityMSSQL = `SELECT CAST(s.session_id AS int), COALESCE(r.status, s.st
        COALESCE(r.wait_type, N''), CAST(COALESCE(r.wait_time, 0) AS bigint),
        CAST(COALESCE(r.blocking_session_id, 0) AS int), CAST(COALESCE(r.total_elapsed_time, 0) AS bigint),
        CAST(COALESCE(r.cpu_time, 0) AS bigint), CAST(COALESCE(r.logical_reads, 0) AS bigint),
-       COALESCE(LEFT(q.text, 300), N''), COALESCE(s.program_name, N'')
+       COALESCE(LEFT(q.text, ` + maxStatement + `), N''), COALESCE(s.program_name, N'')
 FROM sys.dm_exec_sessions AS s
 LEFT JOIN sys.dm_exec_requests AS r ON r.session_id = s.session_id
 OUTER APPLY sys.dm_exec_sql_text(r.sql_handle) AS q
