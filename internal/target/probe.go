@@ -16,6 +16,14 @@ type prober interface {
 	probe(ctx context.Context) (string, error)
 }
 
+// opener counts the sessions a target's pool holds open now: the sessions
+// ReadPast holds on that server (the targets page).
+type opener interface{ openSessions() int }
+
+func (t *postgresTarget) openSessions() int  { return int(t.pool.Stat().TotalConns()) }
+func (t *sqlServerTarget) openSessions() int { return t.db.Stats().OpenConnections }
+func (t *sqliteTarget) openSessions() int    { return t.db.Stats().OpenConnections }
+
 func (t *postgresTarget) probe(ctx context.Context) (string, error) {
 	var v string
 	err := t.pool.QueryRow(ctx, "SHOW server_version").Scan(&v)

@@ -63,6 +63,9 @@ type Status struct {
 	Error     string        `json:"error,omitempty"` // why the latest check failed, without secrets
 	// Since is when Reachable last changed (the first check sets it).
 	Since time.Time `json:"since"`
+	// Sessions is how many sessions the node's pool held open on the
+	// target at the check, the check's own included.
+	Sessions int `json:"sessions"`
 }
 
 // NewSet makes the node's set: storeDSN is the store's, defaultDSN the
@@ -272,11 +275,15 @@ func (s *Set) check(ctx context.Context, e *entry) {
 		}
 	}
 	took := time.Since(start)
+	sessions := 0
+	if o, ok := t.(opener); ok && err == nil {
+		sessions = o.openSessions()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	was := e.status
 	st := Status{Info: e.info(), Checked: time.Now(), Reachable: err == nil, Latency: took,
-		LatencyMS: float64(took.Microseconds()) / 1000, Version: version, Since: was.Since}
+		LatencyMS: float64(took.Microseconds()) / 1000, Version: version, Since: was.Since, Sessions: sessions}
 	if err != nil {
 		st.Error = Redact(err.Error(), s.secrets)
 		st.Version = was.Version

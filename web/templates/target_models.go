@@ -30,6 +30,7 @@ type TargetCheck struct {
 	Latency   string
 	Checked   Time
 	Error     string
+	Sessions  int // the sessions the node's pool holds open there
 }
 
 // RunningOn is a task running on a target.

@@ -41,7 +41,7 @@ func (u *Pages) targetsPage(c echo.Context) error {
 		for _, n := range k.Nodes {
 			st := n.Status
 			tv.Checks = append(tv.Checks, templates.TargetCheck{Node: n.Node, Reachable: st.Reachable,
-				Latency: latency(st), Checked: showTime(st.Checked, now), Error: st.Error})
+				Latency: latency(st), Checked: showTime(st.Checked, now), Error: st.Error, Sessions: st.Sessions})
 			if tv.Version == "" {
 				tv.Version = st.Version
 			}
