@@ -336,6 +336,7 @@ BEGIN
 END
 $$;
 
+ALTER TABLE readpast_schedules DROP COLUMN target;
 ALTER TABLE readpast_queues DROP COLUMN default_target;
 ALTER TABLE readpast_tasks DROP COLUMN target;
 

@@ -10,6 +10,8 @@
 -- no row (PostgreSQL 11 and later keep the default in the catalog).
 ALTER TABLE readpast_tasks ADD COLUMN target text NOT NULL DEFAULT '';
 ALTER TABLE readpast_queues ADD COLUMN default_target text NOT NULL DEFAULT '';
+-- A schedule's runs name their target as a task does.
+ALTER TABLE readpast_schedules ADD COLUMN target text NOT NULL DEFAULT '';
 
 -- readpast_enqueue as in migration 000001, with each task's target.
 DROP FUNCTION readpast_enqueue(text[], text[], integer[], timestamptz[], bigint[], text[], text[], integer[],

@@ -3,6 +3,8 @@
 -- may name a default target. A node claims only tasks of targets it serves.
 ALTER TABLE readpast_tasks ADD COLUMN target TEXT NOT NULL DEFAULT '';
 ALTER TABLE readpast_queues ADD COLUMN default_target TEXT NOT NULL DEFAULT '';
+-- A schedule's runs name their target as a task does.
+ALTER TABLE readpast_schedules ADD COLUMN target TEXT NOT NULL DEFAULT '';
 
 -- The claim's ready indexes carry the target last, so the claim's filter on
 -- it is read from the index entry: without it each candidate cost a look-up

@@ -5,6 +5,9 @@ BEGIN TRANSACTION;
 -- drop a column a constraint depends on). Babelfish keeps a column's
 -- default on the column itself, with no constraint object to drop: the IF
 -- finds none there.
+IF OBJECT_ID(N'dbo.readpast_schedules_target_df', N'D') IS NOT NULL
+    ALTER TABLE dbo.readpast_schedules DROP CONSTRAINT readpast_schedules_target_df;
+ALTER TABLE dbo.readpast_schedules DROP COLUMN target;
 IF OBJECT_ID(N'dbo.readpast_queues_default_target_df', N'D') IS NOT NULL
     ALTER TABLE dbo.readpast_queues DROP CONSTRAINT readpast_queues_default_target_df;
 ALTER TABLE dbo.readpast_queues DROP COLUMN default_target;

@@ -15,5 +15,7 @@ ALTER TABLE dbo.readpast_tasks ADD target nvarchar(64) NOT NULL
     CONSTRAINT readpast_tasks_target_df DEFAULT N'';
 ALTER TABLE dbo.readpast_queues ADD default_target nvarchar(64) NOT NULL
     CONSTRAINT readpast_queues_default_target_df DEFAULT N'';
+ALTER TABLE dbo.readpast_schedules ADD target nvarchar(64) NOT NULL
+    CONSTRAINT readpast_schedules_target_df DEFAULT N'';
 
 COMMIT TRANSACTION;

@@ -97,4 +97,25 @@ var targetTests = map[string]func(*testing.T, Harness){
 		_, err = b.s.Enqueue(b.ctx, []queue.NewTask{{Body: "x", Queue: "tt", Target: "tag:prod"}})
 		require.ErrorAs(t, err, &ve, "a fan-out selector is not a target name")
 	},
+	"a_schedule_runs_on_its_target": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		s, err := b.ed.CreateSchedule(b.ctx, queue.ScheduleDef{Name: "night", Cron: "@daily",
+			Task: queue.ScheduleTask{Body: "SELECT 1", Queue: "ts", Target: "db1"}}, "op")
+		require.NoError(t, err)
+		require.Equal(t, "db1", s.Task.Target)
+		run, err := b.s.RunSchedule(b.ctx, "night", "op")
+		require.NoError(t, err)
+		require.Equal(t, "db1", b.get(t, run.ID).Target, "its run names the schedule's target")
+		got, err := b.s.GetSchedule(b.ctx, "night")
+		require.NoError(t, err)
+		require.Equal(t, "db1", got.Task.Target)
+		none := ""
+		s, err = b.ed.UpdateSchedule(b.ctx, "night", queue.ScheduleUpdate{Target: &none, Actor: "op"})
+		require.NoError(t, err)
+		require.Equal(t, "", s.Task.Target, "cleared: the queue's default target")
+		list, err := b.s.Schedules(b.ctx)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.Equal(t, "", list[0].Task.Target)
+	},
 }
