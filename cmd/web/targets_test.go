@@ -18,6 +18,10 @@ import (
 	"readpast/internal/testenv"
 )
 
+// busyBody keeps a session busy for a while on SQLite and PostgreSQL alike
+// (a recursive count), so a fan-out's runs would overlap without a limit.
+const busyBody = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000) SELECT count(*) FROM c"
+
 // secretPassword is in every target DSN of these tests: no output of the
 // node may hold it (docs/TARGETS.md, "Secrets").
 const secretPassword = "Zq9-tgt-Secr3t-pw"
@@ -209,7 +213,7 @@ func TestNamedTargetsRunTasksAndKeepTheirSecrets(t *testing.T) {
 					Target string `json:"target"`
 				} `json:"tasks"`
 			}
-			c.json("POST", "/api/tasks", map[string]any{"body": "CREATE TABLE fanned (n int)", "targets": []string{"tag:prod"}, "fanout_limit": 2}, http.StatusCreated, &fan)
+			c.json("POST", "/api/tasks", map[string]any{"body": "CREATE TABLE fanned (n int)\nGO\n" + busyBody, "targets": []string{"tag:prod"}, "fanout_limit": 2}, http.StatusCreated, &fan)
 			require.Len(t, fan.IDs, 4)
 			var names []string
 			for _, x := range fan.Tasks {
@@ -239,10 +243,23 @@ func TestNamedTargetsRunTasksAndKeepTheirSecrets(t *testing.T) {
 			var page struct {
 				Total  int              `json:"total"`
 				Counts map[string]int64 `json:"counts"`
+				Tasks  []struct {
+					StartedAt  time.Time `json:"started_at"`
+					FinishedAt time.Time `json:"finished_at"`
+				} `json:"tasks"`
 			}
 			c.json("GET", "/api/fanouts/"+fan.FanOut, nil, http.StatusOK, &page)
 			require.Equal(t, 4, page.Total)
 			require.Equal(t, int64(4), page.Counts["succeeded"])
+			for _, x := range page.Tasks {
+				running := 0
+				for _, y := range page.Tasks {
+					if !y.StartedAt.After(x.StartedAt) && y.FinishedAt.After(x.StartedAt) {
+						running++
+					}
+				}
+				require.LessOrEqual(t, running, 2, "at most two servers at once, by the attempts' times")
+			}
 
 			// A fan-out with a failure, and its retry in one action.
 			c.json("POST", "/api/tasks", map[string]any{"body": "CREATE TABLE fanned (n int)", "targets": []string{"pg1", "down"}, "max_attempts": 1}, http.StatusCreated, &fan)
