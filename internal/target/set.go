@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -244,6 +245,9 @@ func (s *Set) Statuses() []Status {
 	return out
 }
 
+// maxStatusError bounds the error a status keeps, in bytes.
+const maxStatusError = 400
+
 // ProbeTimeout bounds one reachability check of one target.
 const ProbeTimeout = 5 * time.Second
 
@@ -286,6 +290,10 @@ func (s *Set) check(ctx context.Context, e *entry) {
 		LatencyMS: float64(took.Microseconds()) / 1000, Version: version, Since: was.Since, Sessions: sessions}
 	if err != nil {
 		st.Error = Redact(err.Error(), s.secrets)
+		if len(st.Error) > maxStatusError {
+			// Every heartbeat carries it: keep the node's row small.
+			st.Error = strings.ToValidUTF8(st.Error[:maxStatusError], "") + " …"
+		}
 		st.Version = was.Version
 	}
 	if was.Checked.IsZero() || was.Reachable != st.Reachable {
