@@ -101,6 +101,12 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 	switch {
 	case release && errors.Is(cause, errFenced):
 		a.Uncounted = true // the node lost its store: no fault of the body
+	case !release && errors.Is(runErr, target.ErrNotServed):
+		// Its queue's default target changed, since the claim, to one this
+		// node does not serve: give it back for a node that does (this one
+		// stops claiming such tasks at its next read of the settings).
+		a.Uncounted, release = true, true
+		x.log.Info("gave back a task whose target this node does not serve", "task", t.ID, "err", runErr)
 	case !release && a.Outcome == queue.OutcomeFailed && target.SessionLost(runErr) && t.Attempts < t.MaxAttempts+maxFaultGiveBacks:
 		a.Error = errSessionLost + a.Error
 		a.Uncounted, release = true, true
