@@ -275,7 +275,7 @@ func TestNamedTargetsRunTasksAndKeepTheirSecrets(t *testing.T) {
 			require.Equal(t, 2, retried.Retried)
 
 			// A queue's default target.
-			c.json("POST", "/api/queues", map[string]any{"name": "lite"}, http.StatusCreated, nil)
+			c.json("POST", "/api/queues", map[string]any{"name": "lite", "default_target": "lite2"}, http.StatusCreated, nil)
 			c.json("PATCH", "/api/queues/lite", map[string]any{"default_target": "lite1"}, http.StatusOK, nil)
 			code, out = c.do("PATCH", "/api/queues/lite", map[string]any{"default_target": "nosuch"})
 			require.Equal(t, http.StatusBadRequest, code, "%s", out)
