@@ -291,6 +291,9 @@ func TestNamedTargetsRunTasksAndKeepTheirSecrets(t *testing.T) {
 				"/api/logs?format=ndjson", "/api/audit", "/api/audit?format=ndjson", "/metrics", fmt.Sprintf("/api/tasks/%d", d.ID)} {
 				c.do("GET", p, nil)
 			}
+			_, metrics := c.do("GET", "/metrics", nil)
+			require.Contains(t, string(metrics), `readpast_target_up{dialect="postgres",target="pg1"} 1`)
+			require.Contains(t, string(metrics), `readpast_target_up{dialect="postgres",target="down"} 0`)
 			require.Equal(t, 0, srv.stop())
 			var self bytes.Buffer
 			require.Equal(t, 0, run(context.Background(), []string{"selftest", "--dsn", pg1, "--soak", "1s", "--tasks", "50"},
