@@ -128,7 +128,11 @@ func (t *postgresTarget) activity(ctx context.Context, ids []int64) (ActivityRep
 // requests: without VIEW SERVER STATE, sys.dm_exec_requests shows a login
 // only its own current session ("sys.dm_exec_requests", Permissions,
 // Microsoft Learn), so the others' would look idle.
-const activityMSSQLPerm = `SELECT HAS_PERMS_BY_NAME(NULL, NULL, 'VIEW SERVER STATE')`
+//
+// SQL Server 2022 also grants it as VIEW SERVER PERFORMANCE STATE; an older
+// server does not know that name, and HAS_PERMS_BY_NAME answers NULL for it.
+const activityMSSQLPerm = `SELECT CASE WHEN HAS_PERMS_BY_NAME(NULL, NULL, 'VIEW SERVER STATE') = 1
+            OR HAS_PERMS_BY_NAME(NULL, NULL, 'VIEW SERVER PERFORMANCE STATE') = 1 THEN 1 ELSE 0 END`
 
 // activityMSSQL reads the requests of the sessions and of those that block
 // them (one level: the head of a chain shows as a blocker with its own
