@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"readpast/internal/dialect"
+	"readpast/internal/target"
 	"strconv"
 	"time"
 )
@@ -27,6 +28,10 @@ type config struct {
 	OperatorToken string
 	ViewerToken   string
 	LogLevel      string
+	// Targets are the named targets (config_targets.go); TargetSpecs what
+	// they parsed to.
+	Targets     targetFlags
+	TargetSpecs []target.Spec
 }
 
 // ownFlags are the flags of the commands that take fewer than serve; a
@@ -58,7 +63,26 @@ func parseFlagsOf(prog string, names []string, args []string, getenv func(string
 	if fs.NArg() > 0 {
 		return *c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	return *c, c.validate()
+	if err := c.validate(); err != nil {
+		return *c, err
+	}
+	if names == nil || contains(names, "target") {
+		specs, err := c.Targets.specs()
+		if err != nil {
+			return *c, err
+		}
+		c.TargetSpecs = specs
+	}
+	return *c, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }
 
 // newFlagSet defines the flags, their defaults read from getenv; the error
@@ -105,6 +129,7 @@ func newFlagSet(prog string, getenv func(string) string, w io.Writer) (*flag.Fla
 	fs.IntVar(&c.MaxBodyBytes, "max-body", num("READPAST_MAX_BODY", "1048576"), "largest task body in bytes (env READPAST_MAX_BODY)")
 	fs.StringVar(&c.OperatorToken, "operator-token", env("READPAST_OPERATOR_TOKEN", ""), "secret for the operator role (env READPAST_OPERATOR_TOKEN)")
 	fs.StringVar(&c.ViewerToken, "viewer-token", env("READPAST_VIEWER_TOKEN", ""), "secret for the read-only viewer role (env READPAST_VIEWER_TOKEN)")
+	defineTargetFlags(fs, &c.Targets, env, dur)
 	fs.StringVar(&c.LogLevel, "log-level", env("READPAST_LOG_LEVEL", "info"), "debug, info, warn or error (env READPAST_LOG_LEVEL)")
 	return fs, c, errors.Join(bad...)
 }

@@ -47,19 +47,22 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}); err != nil {
 		return startFailed(ctx, log, err)
 	}
-	targetDSN := cfg.TargetDSN
-	if targetDSN == "" {
-		targetDSN = cfg.DSN
-	}
-	tgt, err := target.OpenOnNode(ctx, targetDSN, cfg.NodeID)
+	targets, err := target.NewSet(cfg.NodeID, cfg.DSN, cfg.TargetDSN, cfg.TargetSpecs, log)
 	if err != nil {
 		return startFailed(ctx, log, err)
 	}
-	defer tgt.Close()
+	defer targets.Close()
+	// The default target opens now, as the one target did before names:
+	// a node that cannot reach it does not start. Named ones open on first
+	// use, so one that is down waits for its checks (docs/TARGETS.md).
+	tgt, err := targets.Get(ctx, target.DefaultName)
+	if err != nil {
+		return startFailed(ctx, log, err)
+	}
 	metrics := web.NewMetrics()
 	node, err := workers.New(store, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: &cfg.Workers,
 		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, LogRetention: cfg.LogRetention, TaskRetention: cfg.TaskRetention,
-		TargetIsStore: targetDSN == cfg.DSN, Logger: log, Observer: metrics})
+		TargetIsStore: targets.IsStore(target.DefaultName), Targets: targets, Logger: log, Observer: metrics})
 	if err != nil {
 		return err
 	}
@@ -72,7 +75,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	handler, err := web.New(web.Deps{Store: store, Node: node, Scheduler: scheduler, Logger: log, Version: version, Lease: cfg.Lease,
 		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken, MaxBodyBytes: cfg.MaxBodyBytes, Metrics: metrics,
-		TargetDialect: tgt.Dialect()})
+		TargetDialect: tgt.Dialect(), Targets: targets})
 	if err != nil {
 		return err
 	}
@@ -92,6 +95,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer stopScheduler()
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); _ = scheduler.Run(schedCtx) }()
+	go targets.Watch(schedCtx, cfg.Targets.CheckEach)
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNode()
 	var wg sync.WaitGroup

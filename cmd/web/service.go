@@ -139,11 +139,24 @@ func installDef(args []string, getenv func(string) string, errOut io.Writer) (un
 			if hasPassword(f.Value.String()) {
 				secrets = append(secrets, "--"+f.Name+"'s password")
 			}
+		case "target":
+			// Repeatable: each entry is recorded as given, unless a DSN
+			// holds a password (then READPAST_TARGETS or a targets file).
+			for _, e := range c.Targets.given {
+				if _, dsn, _ := strings.Cut(e, "="); hasPassword(dsn) {
+					secrets = append(secrets, "--target's password")
+					return
+				}
+			}
+			for _, e := range c.Targets.given {
+				recorded = append(recorded, "--target="+e)
+			}
+			return
 		}
 		recorded = append(recorded, "--"+f.Name+"="+f.Value.String())
 	})
 	if len(secrets) > 0 {
-		return unitDef{}, fmt.Errorf("%s would be written into the service definition, which every local user can read: give %s in the service's environment instead (READPAST_DSN, READPAST_TARGET_DSN, READPAST_OPERATOR_TOKEN, READPAST_VIEWER_TOKEN; docs/INSTALL.md), or log in without a password (Windows or Entra ID login, docs/SQLSERVER.md)",
+		return unitDef{}, fmt.Errorf("%s would be written into the service definition, which every local user can read: give %s in the service's environment instead (READPAST_DSN, READPAST_TARGET_DSN, READPAST_TARGETS, READPAST_OPERATOR_TOKEN, READPAST_VIEWER_TOKEN; docs/INSTALL.md) or, for targets, in a --targets-file only the service's account can read, or log in without a password (Windows or Entra ID login, docs/SQLSERVER.md)",
 			strings.Join(secrets, " and "), map[bool]string{true: "it", false: "them"}[len(secrets) == 1])
 	}
 	if _, _, err := dialect.Parse(c.DSN); err != nil {

@@ -74,10 +74,16 @@ func TestServiceInstallRecordsFlagsAndRefusesSecrets(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "readpast", def.User, "Linux's default is the dedicated user")
 
+	def, err = installDef([]string{"--target", "lite1;tags:a=/var/lib/readpast/l1.db", "--target", "pg1=postgres://rp@db/rp"}, envOf(nil), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"serve", "--target=lite1;tags:a=/var/lib/readpast/l1.db", "--target=pg1=postgres://rp@db/rp"}, def.Args,
+		"every --target is recorded, each as given")
+
 	for _, args := range [][]string{
 		{"--operator-token", "0123456789abcdef0123"},
 		{"--dsn", "postgres://rp:s3cret@db/rp"},
 		{"--target-dsn", "sqlserver://db?user+id=rp&password=s3cret"},
+		{"--target", "db1;tags:prod=postgres://rp:s3cret@db/rp"},
 	} {
 		_, err := installDef(args, envOf(nil), io.Discard)
 		require.ErrorContains(t, err, "environment", "%v", args)

@@ -52,6 +52,9 @@ type Deps struct {
 	// for the checks of a schedule's definition, made before the store is
 	// called (and for its preview, made without it).
 	MaxBodyBytes int
+	// Lease is the nodes' lease: a node silent for longer is gone, and the
+	// targets only it serves are served by no node (0: 30s).
+	Lease time.Duration
 }
 
 // Ops performs the operations on a store and this node.
@@ -60,11 +63,15 @@ type Ops struct {
 	node      Node
 	sched     Scheduler
 	schedules schedule.Editor // holds the body limit too
+	lease     time.Duration
 }
 
 // New returns the operations on d.Store.
 func New(d Deps) *Ops {
-	return &Ops{store: d.Store, node: d.Node, sched: d.Scheduler,
+	if d.Lease <= 0 {
+		d.Lease = 30 * time.Second
+	}
+	return &Ops{store: d.Store, node: d.Node, sched: d.Scheduler, lease: d.Lease,
 		schedules: schedule.Editor{Store: d.Store, MaxBodyBytes: d.MaxBodyBytes}}
 }
 

@@ -23,6 +23,11 @@ const UpcomingShown = 5
 func (o *Ops) CreateSchedule(ctx context.Context, actor string, d queue.ScheduleDef) (*queue.Schedule, error) {
 	ctx, cancel := Bound(ctx)
 	defer cancel()
+	if d.Task.Target != "" {
+		if err := o.checkTargets(ctx, "target", []string{d.Task.Target}); err != nil {
+			return nil, err
+		}
+	}
 	s, err := o.schedules.CreateSchedule(ctx, d, actor)
 	if err != nil {
 		return nil, err
@@ -37,6 +42,11 @@ func (o *Ops) UpdateSchedule(ctx context.Context, actor, name string, u queue.Sc
 	u.Actor = actor
 	ctx, cancel := Bound(ctx)
 	defer cancel()
+	if u.Target != nil && *u.Target != "" {
+		if err := o.checkTargets(ctx, "target", []string{*u.Target}); err != nil {
+			return nil, err
+		}
+	}
 	s, err := o.schedules.UpdateSchedule(ctx, name, u)
 	if err != nil {
 		return nil, err

@@ -32,6 +32,11 @@ func (o *Ops) setQueue(ctx context.Context, actor, name string, u queue.QueueUpd
 	}
 	ctx, cancel := Bound(ctx)
 	defer cancel()
+	if u.DefaultTarget != nil && *u.DefaultTarget != "" {
+		if err := o.checkTargets(ctx, "default_target", []string{*u.DefaultTarget}); err != nil {
+			return nil, err
+		}
+	}
 	known, err := o.queueKnown(ctx, name)
 	switch {
 	case err != nil:

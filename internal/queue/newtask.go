@@ -42,6 +42,29 @@ type NewTask struct {
 	// UniqueKey, when set, makes the enqueue a no-op while an unfinished task
 	// of the same queue has the same key (Enqueued.Duplicate).
 	UniqueKey string
+	// Target names the target the body runs on (docs/TARGETS.md): "" runs it
+	// on its queue's default target, else on the node's default. Only a node
+	// that serves the target claims the task. A transactional task runs on
+	// the store: its target is "" or TargetStore.
+	Target string
+}
+
+// TargetStore is the name every node gives the store's own database as a
+// target (target.StoreName).
+const TargetStore = "store"
+
+var targetNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// CheckTargetName returns a *ValidationError when name cannot name a target
+// (1–64 letters, digits, '_', '.' or '-'; "" is none).
+func CheckTargetName(field, name string) error {
+	if name == "" {
+		return nil
+	}
+	if !targetNamePattern.MatchString(name) || strings.Trim(name, ".") == "" {
+		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a target name: use 1 to 64 letters, digits, '_', '.' or '-'", name)}
+	}
+	return nil
 }
 
 var queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
@@ -145,6 +168,12 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	}
 	if err := CheckName("unique_key", t.UniqueKey); err != nil {
 		return NewTask{}, err
+	}
+	if err := CheckTargetName("target", t.Target); err != nil {
+		return NewTask{}, err
+	}
+	if t.Transactional && t.Target != "" && t.Target != TargetStore {
+		return bad("target", "is %q but the task is transactional: its body commits with its completion in the store's transaction, so it runs only on the store (target %q); drop transactional or the target", t.Target, TargetStore)
 	}
 	return t, nil
 }

@@ -29,6 +29,9 @@ type ClaimParams struct {
 	Owner         string        // who holds the leases, e.g. "node-1/default"
 	Limit         int           // up to this many tasks (1–1000)
 	LeaseDuration time.Duration // the lease runs out this long after the claim
+	// Targets, when not nil, are the only targets whose tasks are claimed
+	// ("" among them: the tasks that name none); nil claims any target's.
+	Targets []string
 }
 
 // MaxClaimLimit bounds one claim.
@@ -119,6 +122,7 @@ type QueueUpdate struct {
 	MaxRunning      *int
 	ClearMaxRunning bool // remove the cluster-wide limit
 	Paused          *bool
+	DefaultTarget   *string // "" clears it
 	Actor           string
 }
 
@@ -136,6 +140,9 @@ func (u QueueUpdate) Describe() string {
 	}
 	if u.Paused != nil {
 		parts = append(parts, fmt.Sprintf("paused=%t", *u.Paused))
+	}
+	if u.DefaultTarget != nil {
+		parts = append(parts, fmt.Sprintf("default_target=%q", *u.DefaultTarget))
 	}
 	return strings.Join(parts, " ")
 }

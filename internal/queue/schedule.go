@@ -51,12 +51,15 @@ type ScheduleTask struct {
 	MaxAttempts   int           // 0: DefaultMaxAttempts
 	Timeout       time.Duration // 0: no limit
 	Transactional bool
+	// Target names where each run's body runs ("": the queue's default
+	// target, else the node's; docs/TARGETS.md).
+	Target string
 }
 
 // NewTask is the task one run enqueues, created by createdBy.
 func (t ScheduleTask) NewTask(createdBy string) NewTask {
 	return NewTask{Queue: t.Queue, Body: t.Body, Priority: t.Priority, Group: t.Group, MaxAttempts: t.MaxAttempts,
-		Timeout: t.Timeout, Transactional: t.Transactional, CreatedBy: createdBy}
+		Timeout: t.Timeout, Transactional: t.Transactional, Target: t.Target, CreatedBy: createdBy}
 }
 
 // ScheduleDef is a schedule as an operator defines it: when it fires, what it
@@ -117,6 +120,7 @@ type ScheduleUpdate struct {
 	MaxAttempts   *int
 	Timeout       *time.Duration
 	Transactional *bool
+	Target        *string // "" clears it
 	Paused        *bool
 	Overlap       *Overlap
 	Misfire       *Misfire
@@ -137,6 +141,7 @@ func (u ScheduleUpdate) Apply(d ScheduleDef) ScheduleDef {
 	set(&d.Task.MaxAttempts, u.MaxAttempts)
 	set(&d.Task.Timeout, u.Timeout)
 	set(&d.Task.Transactional, u.Transactional)
+	set(&d.Task.Target, u.Target)
 	set(&d.Paused, u.Paused)
 	set(&d.Overlap, u.Overlap)
 	set(&d.Misfire, u.Misfire)
@@ -173,7 +178,7 @@ func (u ScheduleUpdate) Describe() string {
 	for _, f := range []struct {
 		name string
 		v    *string
-	}{{"time_zone", u.TimeZone}, {"queue", u.Queue}, {"group", u.Group}} {
+	}{{"time_zone", u.TimeZone}, {"queue", u.Queue}, {"group", u.Group}, {"target", u.Target}} {
 		if f.v != nil {
 			add(f.name, *f.v)
 		}

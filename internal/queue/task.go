@@ -89,6 +89,9 @@ type Task struct {
 	// FireAt the fire time it is the run of (zero for a Run now).
 	Schedule string
 	FireAt   time.Time
+	// Target is the target the body runs on ("": its queue's default, else
+	// the node's default; docs/TARGETS.md).
+	Target string
 
 	// Why says, for a pending task that cannot be claimed now, what it waits for.
 	// Only Store.Get fills it.
@@ -110,9 +113,12 @@ type Queue struct {
 	Workers    *int // per node; nil: the node's default
 	MaxRunning *int // cluster-wide; nil: no limit
 	Paused     bool
-	UpdatedAt  time.Time
-	UpdatedBy  string
-	Counts     map[State]int64
+	// DefaultTarget is where the queue's tasks that name no target run (""
+	// : the node's default target).
+	DefaultTarget string
+	UpdatedAt     time.Time
+	UpdatedBy     string
+	Counts        map[State]int64
 }
 
 // Group is a concurrency group and how many of its tasks run now.

@@ -118,6 +118,14 @@ func CheckClaim(p ClaimParams) error {
 	if p.LeaseDuration < time.Millisecond {
 		return &ValidationError{Field: "lease_duration", Reason: fmt.Sprintf("is %s: a lease must last at least 1ms", p.LeaseDuration)}
 	}
+	if len(p.Targets) > MaxClaimLimit {
+		return &ValidationError{Field: "targets", Reason: fmt.Sprintf("names %d targets: a node serves at most %d", len(p.Targets), MaxClaimLimit)}
+	}
+	for _, t := range p.Targets {
+		if err := CheckTargetName("targets", t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -134,6 +142,11 @@ func CheckQueueUpdate(name string, u QueueUpdate) error {
 	}
 	if u.MaxRunning != nil && u.ClearMaxRunning {
 		return &ValidationError{Field: "max_running", Reason: "is both set and cleared"}
+	}
+	if u.DefaultTarget != nil {
+		if err := CheckTargetName("default_target", *u.DefaultTarget); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func Prepare(d queue.ScheduleDef, maxBody int, now time.Time) (queue.ScheduleDef
 		return fail(err)
 	}
 	d.Task = queue.ScheduleTask{Queue: task.Queue, Body: task.Body, Priority: task.Priority, Group: task.Group,
-		MaxAttempts: task.MaxAttempts, Timeout: task.Timeout, Transactional: task.Transactional}
+		MaxAttempts: task.MaxAttempts, Timeout: task.Timeout, Transactional: task.Transactional, Target: task.Target}
 	if err := oneOf("overlap", &d.Overlap, queue.OverlapSkip, queue.OverlapAllow); err != nil {
 		return fail(err)
 	}

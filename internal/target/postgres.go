@@ -28,7 +28,7 @@ type postgresTarget struct {
 
 // openPostgres connects to the PostgreSQL database dsn names, its sessions'
 // application_name name unless the DSN sets one.
-func openPostgres(ctx context.Context, dsn, name string) (*postgresTarget, error) {
+func openPostgres(ctx context.Context, dsn, name string, pool int) (*postgresTarget, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("target: parsing postgres dsn: %w", err)
@@ -42,6 +42,9 @@ func openPostgres(ctx context.Context, dsn, name string) (*postgresTarget, error
 		// waiting for a connection against their timeouts. Connections open on
 		// demand, so the cap costs nothing while unused.
 		cfg.MaxConns = defaultTargetConns
+		if pool > 0 {
+			cfg.MaxConns = int32(pool)
+		}
 	}
 	t := &postgresTarget{}
 	cfg.ConnConfig.OnNotice = t.notices.Handle

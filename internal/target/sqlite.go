@@ -17,7 +17,7 @@ import (
 
 type sqliteTarget struct{ db *sql.DB }
 
-func openSQLite(ctx context.Context, path string) (*sqliteTarget, error) {
+func openSQLite(ctx context.Context, path string, pool int) (*sqliteTarget, error) {
 	// busy_timeout: the store's writer shares the file when target = store.
 	dsn := "file:" + strings.ReplaceAll(url.PathEscape(path), "%2F", "/") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 	db, err := sql.Open("sqlite", dsn)
@@ -28,6 +28,9 @@ func openSQLite(ctx context.Context, path string) (*sqliteTarget, error) {
 	// connection (PRAGMAs, temporary tables, attached files) ends with it.
 	// Opening a SQLite connection is a file open, cheap next to a network login.
 	db.SetMaxIdleConns(0)
+	if pool > 0 {
+		db.SetMaxOpenConns(pool)
+	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)

@@ -48,7 +48,7 @@ type sqlServerTarget struct{ db *sql.DB }
 // openSQLServer connects to the SQL Server a sqlserver:// DSN names, with any
 // login go-mssqldb takes (mssqllogin), its sessions named name, and checks
 // that it answers.
-func openSQLServer(ctx context.Context, dsn, name string) (*sqlServerTarget, error) {
+func openSQLServer(ctx context.Context, dsn, name string, pool int) (*sqlServerTarget, error) {
 	connector, _, err := mssqllogin.Connector(dsn, name)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
@@ -57,6 +57,9 @@ func openSQLServer(ctx context.Context, dsn, name string) (*sqlServerTarget, err
 	db.SetMaxIdleConns(sqlServerMaxIdle)
 	db.SetConnMaxIdleTime(sqlServerMaxIdleTime)
 	db.SetConnMaxLifetime(sqlServerMaxLifetime)
+	if pool > 0 {
+		db.SetMaxOpenConns(pool)
+	}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("target: connecting to sqlserver: %w", sqlrun.DescribeMSSQL(err))

@@ -41,6 +41,12 @@ func Open(ctx context.Context, dsn string) (Target, error) { return OpenOnNode(c
 // (appname.For), SQL Server's program_name and PostgreSQL's application_name,
 // unless the DSN names them itself.
 func OpenOnNode(ctx context.Context, dsn, node string) (Target, error) {
+	return OpenPooled(ctx, dsn, node, 0)
+}
+
+// OpenPooled is OpenOnNode with the target's connections capped at pool
+// (0: the dialect's default; a PostgreSQL DSN's pool_max_conns wins).
+func OpenPooled(ctx context.Context, dsn, node string, pool int) (Target, error) {
 	d, path, err := dialect.Parse(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
@@ -48,11 +54,11 @@ func OpenOnNode(ctx context.Context, dsn, node string) (Target, error) {
 	name := appname.For(appname.Worker, node)
 	switch d {
 	case dialect.Postgres:
-		return openPostgres(ctx, dsn, name)
+		return openPostgres(ctx, dsn, name, pool)
 	case dialect.SQLServer:
-		return openSQLServer(ctx, dsn, name)
+		return openSQLServer(ctx, dsn, name, pool)
 	}
-	return openSQLite(ctx, path)
+	return openSQLite(ctx, path, pool)
 }
 
 // labelled says which run of a body an error came from ("batch 2 of 3: …")

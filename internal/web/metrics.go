@@ -85,6 +85,9 @@ func newMetricsHandler(d Deps) (echo.HandlerFunc, error) {
 		}
 		return nil, err
 	}
+	if err := m.reg.Register(&targetsCollector{d: d}); err != nil {
+		return nil, err
+	}
 	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return echo.WrapHandler(h), nil
 }

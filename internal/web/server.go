@@ -24,6 +24,7 @@ import (
 	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/sqlscript"
+	"readpast/internal/target"
 	"readpast/internal/web/api"
 	"readpast/internal/web/auth"
 	"readpast/internal/web/ui"
@@ -71,6 +72,9 @@ type Deps struct {
 	// TargetDialect is the dialect task bodies run on; "" means the store's. It decides how a script is
 	// split into a chain's blocks.
 	TargetDialect dialect.Dialect
+	// Targets are this node's targets (docs/TARGETS.md): the targets page
+	// reads their sessions' activity; nil: none.
+	Targets *target.Set
 }
 
 // Server is the dashboard and API; it is an http.Handler.
@@ -95,14 +99,14 @@ func New(d Deps) (*Server, error) {
 	if d.Node != nil {
 		nodeID = d.Node.ID()
 	}
-	operations := ops.New(ops.Deps{Store: d.Store, Node: d.Node, Scheduler: d.Scheduler, MaxBodyBytes: d.MaxBodyBytes})
+	operations := ops.New(ops.Deps{Store: d.Store, Node: d.Node, Scheduler: d.Scheduler, MaxBodyBytes: d.MaxBodyBytes, Lease: d.Lease})
 	bodies := d.TargetDialect
 	if bodies == "" {
 		bodies = d.Store.Dialect()
 	}
 	s := &Server{echo: echo.New(), log: d.Logger, guard: guard,
 		pages: ui.New(ui.Deps{Store: d.Store, Ops: operations, Node: d.Node, Guard: guard, Version: d.Version,
-			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(bodies), Logger: d.Logger})}
+			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(bodies), Logger: d.Logger, Targets: d.Targets})}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

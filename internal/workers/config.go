@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"readpast/internal/queue"
+	"readpast/internal/target"
 	"time"
 )
 
@@ -41,7 +42,11 @@ type Config struct {
 	// TargetIsStore says the target DSN is the store's, so transactional tasks can
 	// commit their body and completion together.
 	TargetIsStore bool
-	Logger        *slog.Logger
+	// Targets are the node's named targets (docs/TARGETS.md); nil: the one
+	// target given to New is the node's default (and the store, with
+	// TargetIsStore), and the node serves no other.
+	Targets *target.Set
+	Logger  *slog.Logger
 	// Observer, if set, hears of claims and finished attempts (metrics).
 	Observer Observer
 }

@@ -18,13 +18,12 @@ const sessionDelay = time.Second
 // target, or, for a transactional task whose target is the store, in the
 // store's transaction that also records its end (Store.RunTransactional).
 type executor struct {
-	store         Store
-	target        target.Target
-	nodeID        string
-	targetIsStore bool
-	storeTimeout  time.Duration // bounds the session id write
-	observer      Observer
-	log           *slog.Logger
+	store        Store
+	targets      *targetRouter
+	nodeID       string
+	storeTimeout time.Duration // bounds the session id write
+	observer     Observer
+	log          *slog.Logger
 }
 
 // run executes one claimed task and returns the attempt left to record, with
@@ -46,7 +45,7 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 
 	a = queue.Attempt{Lease: t.Lease(), Node: x.nodeID, Worker: e.worker, StartedAt: e.started}
 	var runErr error
-	if t.Transactional && x.targetIsStore {
+	if x.targets.transactionalHere(t) {
 		res, err := x.store.RunTransactional(ctx, a, t.Body)
 		switch {
 		case errors.Is(err, queue.ErrLeaseLost):
@@ -82,7 +81,11 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 	} else {
 		// Named after the attempt, so the node that reclaims its lease can
 		// end the session if this node freezes or is cut off (reclaim.go).
-		res, err := x.target.Run(target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease())), t.Body, e.setSession)
+		var res target.Result
+		tgt, err := x.targets.set.Get(ctx, x.targets.resolve(t))
+		if err == nil {
+			res, err = tgt.Run(target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease())), t.Body, e.setSession)
+		}
 		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
 		runErr = err
 	}
@@ -98,6 +101,12 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 	switch {
 	case release && errors.Is(cause, errFenced):
 		a.Uncounted = true // the node lost its store: no fault of the body
+	case !release && errors.Is(runErr, target.ErrNotServed):
+		// Its queue's default target changed, since the claim, to one this
+		// node does not serve: give it back for a node that does (this one
+		// stops claiming such tasks at its next read of the settings).
+		a.Uncounted, release = true, true
+		x.log.Info("gave back a task whose target this node does not serve", "task", t.ID, "err", runErr)
 	case !release && a.Outcome == queue.OutcomeFailed && target.SessionLost(runErr) && t.Attempts < t.MaxAttempts+maxFaultGiveBacks:
 		a.Error = errSessionLost + a.Error
 		a.Uncounted, release = true, true

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sort"
 	"time"
+
+	"readpast/internal/target"
 )
 
 // WorkerInfo is what one busy worker runs, as the nodes page shows it.
@@ -13,6 +15,9 @@ type WorkerInfo struct {
 	TaskID    int64     `json:"task_id"`
 	SessionID string    `json:"session_id"`
 	StartedAt time.Time `json:"started_at"`
+	// Target is the target its body runs on ("store" for a transactional
+	// task that commits with its end).
+	Target string `json:"target"`
 }
 
 // PoolInfo is one queue's pool on this node.
@@ -27,6 +32,11 @@ type PoolInfo struct {
 // NodeInfo is the JSON a node stores with each heartbeat.
 type NodeInfo struct {
 	Pools []PoolInfo `json:"pools"`
+	// Targets are the targets the node serves, each with its latest
+	// reachability check: names, dialects, tags, never a DSN
+	// (docs/TARGETS.md). The API and the dashboard of every node learn the
+	// cluster's targets from them.
+	Targets []target.Status `json:"targets"`
 }
 
 // Snapshot describes the node's pools now.
@@ -37,12 +47,18 @@ func (n *Node) Snapshot() NodeInfo {
 		pi := PoolInfo{Queue: p.name, Size: p.size, Paused: p.paused, Running: p.bodies, Busy: []WorkerInfo{}}
 		p.mu.Unlock()
 		for _, e := range p.executions() {
-			pi.Busy = append(pi.Busy, WorkerInfo{Worker: e.worker, Queue: p.name, TaskID: e.task.ID, SessionID: e.sessionID(), StartedAt: e.started})
+			tgt := n.pools.deps.exec.targets.resolve(e.task)
+			if n.pools.deps.exec.targets.transactionalHere(e.task) {
+				tgt = target.StoreName
+			}
+			pi.Busy = append(pi.Busy, WorkerInfo{Worker: e.worker, Queue: p.name, TaskID: e.task.ID, SessionID: e.sessionID(),
+				StartedAt: e.started, Target: tgt})
 		}
 		sort.Slice(pi.Busy, func(i, j int) bool { return pi.Busy[i].Worker < pi.Busy[j].Worker })
 		info.Pools = append(info.Pools, pi)
 	}
 	sort.Slice(info.Pools, func(i, j int) bool { return info.Pools[i].Queue < info.Pools[j].Queue })
+	info.Targets = n.pools.deps.exec.targets.set.Statuses()
 	return info
 }
 

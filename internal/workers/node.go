@@ -45,7 +45,11 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	log := cfg.Logger.With("node", cfg.NodeID)
 	storeTimeout := cfg.heartbeatEvery()
 	fin := newFinisher(store, cfg.Lease, log)
-	exec := &executor{store: store, target: tgt, nodeID: cfg.NodeID, targetIsStore: cfg.TargetIsStore,
+	set := cfg.Targets
+	if set == nil {
+		set = target.Single(tgt, cfg.TargetIsStore)
+	}
+	exec := &executor{store: store, targets: newTargetRouter(set, cfg.TargetIsStore), nodeID: cfg.NodeID,
 		storeTimeout: storeTimeout, observer: cfg.Observer, log: log}
 	// The fence holds where writers run side by side (fence.go).
 	fenced := store.Capabilities().ConcurrentWriters
@@ -62,9 +66,11 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	n.heartbeater = &heartbeater{store: store, pools: pools, fence: fc, nodeID: cfg.NodeID, lease: cfg.Lease,
 		interval: cfg.heartbeatEvery(), info: n.info, register: n.register, log: log}
 	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: *cfg.DefaultWorkers,
-		apply: pools.configure, log: log}
+		apply: pools.configure, setDefault: exec.targets.setDefault, log: log}
 	n.reclaimer = &reclaimer{store: store, interval: cfg.ReclaimEvery, wake: pools.wakeAll, log: log}
-	if ender, ok := tgt.(target.SessionEnder); ok {
+	if cfg.Targets != nil {
+		n.reclaimer.ender, n.reclaimer.endWithin = cfg.Targets, cfg.fenceMargin()
+	} else if ender, ok := tgt.(target.SessionEnder); ok {
 		n.reclaimer.ender, n.reclaimer.endWithin = ender, cfg.fenceMargin()
 	}
 	n.listener = &listener{store: store, wake: pools.wake, log: log}

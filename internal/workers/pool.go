@@ -257,7 +257,7 @@ func (p *pool) claim(ctx context.Context, limit int) ([]*queue.Task, error) {
 		defer cancel()
 	}
 	return p.store.Claim(ctx, queue.ClaimParams{Queue: p.name, Owner: p.nodeID + "/" + p.name,
-		Limit: limit, LeaseDuration: p.lease})
+		Limit: limit, LeaseDuration: p.lease, Targets: p.exec.targets.claimTargets(p.name)})
 }
 
 // written forgets ends the finisher wrote (or gave up), and wakes the

@@ -17,7 +17,9 @@ type settingsWatcher struct {
 	defaultWorkers int // a queue's pool size when its row sets none
 	// apply sizes, pauses or resumes the queue's pool, making it if new.
 	apply func(queue string, size int, paused bool)
-	log   *slog.Logger
+	// setDefault records each queue's default target (targets.go).
+	setDefault func(queue, target string)
+	log        *slog.Logger
 }
 
 // Start re-reads the settings every interval until ctx ends or Stop. The
@@ -40,6 +42,9 @@ func (s *settingsWatcher) refresh(ctx context.Context) {
 		size := s.defaultWorkers
 		if q.Workers != nil {
 			size = *q.Workers
+		}
+		if s.setDefault != nil {
+			s.setDefault(q.Name, q.DefaultTarget)
 		}
 		s.apply(q.Name, size, q.Paused)
 	}

@@ -82,21 +82,24 @@ type Overview struct {
 
 // QueueRow is one queue with its counts, workers and controls.
 type QueueRow struct {
-	Name        string
-	TasksURL    string
-	Paused      bool
-	Counts      []StateCount
-	Busy        string // busy workers across live nodes, e.g. "3"
-	Size        string // pool size across live nodes, e.g. "8"
-	BusyKey     string
-	SizeKey     string
-	PausedKey   string
-	Nodes       int
-	Workers     string // the setting: workers per node; "" means the node default
-	MaxRunning  string // "" means no limit
-	Spark       Sparkline
-	Errors      map[string]string // a refused change, by field
-	ControlsURL string
+	Name       string
+	TasksURL   string
+	Paused     bool
+	Counts     []StateCount
+	Busy       string // busy workers across live nodes, e.g. "3"
+	Size       string // pool size across live nodes, e.g. "8"
+	BusyKey    string
+	SizeKey    string
+	PausedKey  string
+	Nodes      int
+	Workers    string // the setting: workers per node; "" means the node default
+	MaxRunning string // "" means no limit
+	// DefaultTarget is where its tasks that name no target run; "" the
+	// node's default.
+	DefaultTarget string
+	Spark         Sparkline
+	Errors        map[string]string // a refused change, by field
+	ControlsURL   string
 	// DeleteURL is set for a queue that holds no task: it can be deleted.
 	DeleteURL string
 }
@@ -156,6 +159,9 @@ type TaskDetail struct {
 	Error    string
 	Actions  []Action
 	Attempts []AttemptRow
+	// Activity is what the running attempt's session does now (nil: not
+	// running, or nothing to show).
+	Activity *ActivityView
 }
 
 // AttemptRow is one execution-log row.
@@ -258,6 +264,11 @@ type TaskForm struct {
 	Transactional     bool
 	ContinueOnFailure bool
 	UniqueKey         string
+	// Target names where it runs; Targets (names or tag:NAME, comma
+	// separated) makes a fan-out, FanOutLimit servers at a time.
+	Target      string
+	Targets     string
+	FanOutLimit string
 }
 
 // Enqueue is the enqueue page: one task, or a script that becomes a chain.
@@ -266,6 +277,8 @@ type Enqueue struct {
 	Script bool // the script form is the one shown first
 	Task   TaskForm
 	Queues []string
-	Errors map[string]string
-	Error  string
+	// TargetNames are the targets and tag:NAME selectors the form offers.
+	TargetNames []string
+	Errors      map[string]string
+	Error       string
 }

@@ -59,6 +59,7 @@ type ScheduleForm struct {
 	Paused         bool // create paused (the create form only)
 	Overlap        string
 	Misfire        string
+	Target         string // "": the queue's default target
 }
 
 // ScheduleEdit is the form that creates a schedule or edits one, with the

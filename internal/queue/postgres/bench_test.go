@@ -9,4 +9,5 @@ import (
 
 func BenchmarkHotPath(b *testing.B) { queuetest.BenchmarkHotPath(b, testenv.Postgres) }
 
-func BenchmarkSchedules(b *testing.B) { queuetest.BenchmarkSchedules(b, testenv.Postgres) }
+func BenchmarkSchedules(b *testing.B)   { queuetest.BenchmarkSchedules(b, testenv.Postgres) }
+func BenchmarkTargetClaim(b *testing.B) { queuetest.BenchmarkTargetClaim(b, testenv.Postgres) }

@@ -6,11 +6,11 @@ import (
 	"readpast/internal/queue"
 )
 
-const claimSQL = `SELECT ` + taskColumns + ` FROM readpast_claim($1, $2, $3, $4)`
+const claimSQL = `SELECT ` + taskColumns + ` FROM readpast_claim($1, $2, $3, $4, $5)`
 
 // claimArgs binds readpast_claim's parameters.
 func claimArgs(p queue.ClaimParams) []any {
-	return []any{p.Queue, p.Owner, p.Limit, p.LeaseDuration.Microseconds()}
+	return []any{p.Queue, p.Owner, p.Limit, p.LeaseDuration.Microseconds(), p.Targets}
 }
 
 // Claim implements queue.Store. The claim is one call of readpast_claim

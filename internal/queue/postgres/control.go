@@ -56,17 +56,18 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 // writes the audit row.
 func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdate) (*queue.Queue, error) {
 	err := s.exec(ctx, `WITH q AS (
-			INSERT INTO readpast_queues AS q (name, workers, max_running, paused, updated_by)
-			VALUES ($1, $2, $3, coalesce($5, false), $6)
+			INSERT INTO readpast_queues AS q (name, workers, max_running, paused, updated_by, default_target)
+			VALUES ($1, $2, $3, coalesce($5, false), $6, coalesce($8, ''))
 			ON CONFLICT (name) DO UPDATE SET
 				workers = coalesce($2, q.workers),
 				max_running = CASE WHEN $4 THEN NULL ELSE coalesce($3, q.max_running) END,
 				paused = coalesce($5, q.paused),
+				default_target = coalesce($8, q.default_target),
 				updated_at = now(), updated_by = $6
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $6, 'update_queue', 'queue ' || q.name, $7 FROM q`,
-		name, u.Workers, u.MaxRunning, u.ClearMaxRunning, u.Paused, u.Actor, u.Describe())
+		name, u.Workers, u.MaxRunning, u.ClearMaxRunning, u.Paused, u.Actor, u.Describe(), u.DefaultTarget)
 	if err != nil {
 		return nil, wrap(err, "updating queue %s", name)
 	}

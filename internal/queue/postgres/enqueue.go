@@ -33,14 +33,14 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enq
 	return out, nil
 }
 
-const enqueueSQL = `SELECT out_id, out_duplicate FROM readpast_enqueue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+const enqueueSQL = `SELECT out_id, out_duplicate FROM readpast_enqueue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 
 // enqueueArgs binds readpast_enqueue's parallel arrays for normalized tasks.
 func enqueueArgs(tasks []queue.NewTask) []any {
 	n := len(tasks)
 	var (
 		queues, bodies, groups, chains, createdBy = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		keys                                      = make([]string, n)
+		keys, targets                             = make([]string, n), make([]string, n)
 		priorities, stages, maxAttempts           = make([]int32, n), make([]int32, n), make([]int32, n)
 		at                                        = make([]*time.Time, n)
 		delayUS, timeoutMS                        = make([]int64, n), make([]int64, n)
@@ -52,7 +52,7 @@ func enqueueArgs(tasks []queue.NewTask) []any {
 		// Delay is relative to the database clock, so it travels as a duration.
 		at[i] = nullTime(t.AvailableAt)
 		delayUS[i], timeoutMS[i] = t.Delay.Microseconds(), t.Timeout.Milliseconds()
-		transactional[i], cont[i], keys[i] = t.Transactional, t.ContinueOnFailure, t.UniqueKey
+		transactional[i], cont[i], keys[i], targets[i] = t.Transactional, t.ContinueOnFailure, t.UniqueKey, t.Target
 	}
-	return []any{queues, bodies, priorities, at, delayUS, groups, chains, stages, maxAttempts, timeoutMS, transactional, cont, createdBy, keys}
+	return []any{queues, bodies, priorities, at, delayUS, groups, chains, stages, maxAttempts, timeoutMS, transactional, cont, createdBy, keys, targets}
 }

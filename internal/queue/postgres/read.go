@@ -136,7 +136,7 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 			state   *string
 			n       int64
 		)
-		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &updated, &q.UpdatedBy, &state, &n); err != nil {
+		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &updated, &q.UpdatedBy, &state, &n, &q.DefaultTarget); err != nil {
 			return nil, wrap(err, "listing queues")
 		}
 		if len(out) == 0 || out[len(out)-1].Name != q.Name {
@@ -174,7 +174,7 @@ const queuesSQL = `WITH counts AS (
 			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
 			UNION SELECT queue FROM counts)
 		SELECT n.name, q.workers, q.max_running, coalesce(q.paused, false), q.updated_at,
-		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0)
+		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0), coalesce(q.default_target, '')
 		  FROM names n
 		  LEFT JOIN readpast_queues q ON q.name = n.name
 		  LEFT JOIN counts c ON c.queue = n.name

@@ -13,7 +13,7 @@ import (
 const taskColumns = `id, queue, body, priority, available_at, group_name, chain, stage, chain_wait,
 	continue_on_failure, max_attempts, timeout_ms, transactional, state, attempts, lease_owner,
 	lease_token, lease_expires_at, session_id, cancel_requested, created_at, created_by,
-	started_at, finished_at, last_error, unique_key, schedule_name, fire_at`
+	started_at, finished_at, last_error, unique_key, schedule_name, fire_at, target`
 
 // scanTask reads one row of taskColumns (plus extra destinations after them).
 func scanTask(row pgx.Row, extra ...any) (*queue.Task, error) {
@@ -30,7 +30,7 @@ func scanTask(row pgx.Row, extra ...any) (*queue.Task, error) {
 	dest := []any{&t.ID, &t.Queue, &t.Body, &t.Priority, &t.AvailableAt, &group, &chain, &t.Stage, &t.ChainWait,
 		&t.ContinueOnFailure, &t.MaxAttempts, &timeoutMS, &t.Transactional, &state, &t.Attempts, &owner,
 		&token, &expires, &session, &t.CancelRequested, &t.CreatedAt, &t.CreatedBy,
-		&started, &finished, &err, &key, &schedule, &fireAt}
+		&started, &finished, &err, &key, &schedule, &fireAt, &t.Target}
 	if e := row.Scan(append(dest, extra...)...); e != nil {
 		return nil, e
 	}

@@ -20,7 +20,7 @@ import (
 // runColumns are the columns of a schedule row s that scanRun reads, before
 // any extra ones.
 const runColumns = `s.id, s.name, s.queue, s.body, s.priority, s.group_name, s.max_attempts, s.timeout_ms,
-	s.transactional, coalesce(s.last_task_id, 0)`
+	s.transactional, coalesce(s.last_task_id, 0), s.target`
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
 func scanRun(row pgx.Row, extra ...any) (queue.ScheduleRun, error) {
@@ -31,7 +31,7 @@ func scanRun(row pgx.Row, extra ...any) (queue.ScheduleRun, error) {
 		timeoutMS int64
 	)
 	err := row.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &x.Task.MaxAttempts,
-		&timeoutMS, &x.Task.Transactional, &x.LastTaskID}, extra...)...)
+		&timeoutMS, &x.Task.Transactional, &x.LastTaskID, &x.Task.Target}, extra...)...)
 	x.Task.Priority, x.Task.Group, x.Task.Timeout = &priority, str(group), time.Duration(timeoutMS)*time.Millisecond
 	return x, err
 }

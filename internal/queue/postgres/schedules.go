@@ -18,7 +18,7 @@ import (
 const scheduleSelect = `SELECT s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
 	s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version, s.next_fire_at,
 	s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id, t.state, t.finished_at,
-	s.created_at, s.created_by, s.updated_at, s.updated_by
+	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target
 	FROM readpast_schedules s
 	LEFT JOIN LATERAL (SELECT state, finished_at FROM readpast_tasks WHERE id = s.last_task_id) t ON true`
 
@@ -36,7 +36,7 @@ func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
 	err := row.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
 		&x.Task.MaxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &overlap, &misfire, &x.Version, &next,
 		&lastFire, &outcome, &x.LastFireMissed, &lastTask, &lastState, &lastEnded,
-		&createdAt, &x.CreatedBy, &updatedAt, &x.UpdatedBy)
+		&createdAt, &x.CreatedBy, &updatedAt, &x.UpdatedBy, &x.Task.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -51,16 +51,17 @@ func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
 	return &x, nil
 }
 
-// defArgs binds a definition's columns as $1 … $13: cron, time_zone, queue,
+// defArgs binds a definition's columns as $1 … $14: cron, time_zone, queue,
 // body, priority, group_name, max_attempts, timeout_ms, transactional, paused,
-// overlap, misfire, next_fire_at.
+// overlap, misfire, next_fire_at, target.
 func defArgs(d queue.ScheduleDef, next time.Time) []any {
 	var group *string
 	if d.Task.Group != "" {
 		group = &d.Task.Group
 	}
 	return []any{d.Cron, d.TimeZone, d.Task.Queue, d.Task.Body, int16(*d.Task.Priority), group, int32(d.Task.MaxAttempts),
-		d.Task.Timeout.Milliseconds(), d.Task.Transactional, d.Paused, string(d.Overlap), string(d.Misfire), nullTime(next)}
+		d.Task.Timeout.Milliseconds(), d.Task.Transactional, d.Paused, string(d.Overlap), string(d.Misfire), nullTime(next),
+		d.Task.Target}
 }
 
 // CreateSchedule implements queue.Store: one statement inserts the schedule
@@ -68,11 +69,11 @@ func defArgs(d queue.ScheduleDef, next time.Time) []any {
 func (s *Store) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
 	err := s.exec(ctx, `WITH s AS (
 			INSERT INTO readpast_schedules (cron, time_zone, queue, body, priority, group_name, max_attempts, timeout_ms,
-				transactional, paused, overlap, misfire, next_fire_at, name, created_by, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
+				transactional, paused, overlap, misfire, next_fire_at, target, name, created_by, updated_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
-		SELECT $15, 'create_schedule', 'schedule ' || s.name, $16 FROM s`,
+		SELECT $16, 'create_schedule', 'schedule ' || s.name, $17 FROM s`,
 		append(defArgs(n.Def, n.NextFireAt), n.Def.Name, n.Actor, n.Def.Describe())...)
 	switch {
 	case isUniqueViolation(err):
@@ -118,11 +119,11 @@ func (s *Store) ReplaceSchedule(ctx context.Context, r queue.ScheduleReplace) (b
 	tag, err := s.execTag(ctx, `WITH s AS (
 			UPDATE readpast_schedules SET cron = $1, time_zone = $2, queue = $3, body = $4, priority = $5,
 				group_name = $6, max_attempts = $7, timeout_ms = $8, transactional = $9, paused = $10, overlap = $11,
-				misfire = $12, next_fire_at = $13, version = version + 1, updated_at = now(), updated_by = $14
-			 WHERE id = $15 AND version = $16
+				misfire = $12, next_fire_at = $13, target = $14, version = version + 1, updated_at = now(), updated_by = $15
+			 WHERE id = $16 AND version = $17
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
-		SELECT $14, $17, 'schedule ' || s.name, $18 FROM s`,
+		SELECT $15, $18, 'schedule ' || s.name, $19 FROM s`,
 		append(defArgs(r.Def, r.NextFireAt), r.Actor, r.ID, r.Version, r.Action, r.Detail)...)
 	if err != nil {
 		return false, wrap(err, "updating schedule %s", r.Name)

@@ -38,7 +38,7 @@ func claimTx(ctx context.Context, tx *sql.Tx, now int64, p queue.ClaimParams) ([
 	if err := promoteDue(tx, p.Queue, now); err != nil {
 		return nil, err
 	}
-	picked, perGroup, err := pickCandidates(tx, p.Queue, limit)
+	picked, perGroup, err := pickCandidates(tx, p.Queue, limit, targetFilter(p.Targets))
 	if err != nil || len(picked) == 0 {
 		return nil, err
 	}
@@ -128,17 +128,17 @@ func (c candidate) before(d candidate) bool {
 // shared a group of limit 1: each holds SQLite's one writer for its whole body
 // (transactional.go), so a second one could only wait for it, claimed and
 // with its timeout running, while the first holds the writer.
-func pickCandidates(tx *sql.Tx, q string, limit int) ([]int64, map[string]int, error) {
+func pickCandidates(tx *sql.Tx, q string, limit int, only filter) ([]int64, map[string]int, error) {
 	txFree, err := transactionalFree(tx)
 	if err != nil {
 		return nil, nil, err
 	}
-	cands, err := readyUngrouped(tx, q, 0, limit)
+	cands, err := readyUngrouped(tx, q, 0, limit, only)
 	if err != nil {
 		return nil, nil, err
 	}
 	if txFree {
-		tx1, err := readyUngrouped(tx, q, 1, 1)
+		tx1, err := readyUngrouped(tx, q, 1, 1, only)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -149,7 +149,7 @@ func pickCandidates(tx *sql.Tx, q string, limit int) ([]int64, map[string]int, e
 		return nil, nil, err
 	}
 	for g, slots := range free {
-		grouped, err := readyOfGroup(tx, q, g, min(slots, limit))
+		grouped, err := readyOfGroup(tx, q, g, min(slots, limit), only)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -186,19 +186,47 @@ func pickCandidates(tx *sql.Tx, q string, limit int) ([]int64, map[string]int, e
 
 // readyUngrouped reads the first n ready ungrouped tasks of q whose
 // transactional flag is tx.
-func readyUngrouped(tx *sql.Tx, q string, transactional, n int) ([]candidate, error) {
+func readyUngrouped(tx *sql.Tx, q string, transactional, n int, only filter) ([]candidate, error) {
 	return scanCandidates(tx.Query(`SELECT id, priority, available_at, '', transactional
 		FROM readpast_tasks INDEXED BY readpast_tasks_ready
-		WHERE queue = ? AND transactional = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NULL
-		ORDER BY priority, available_at, id LIMIT ?`, q, transactional, n))
+		WHERE queue = ? AND transactional = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NULL`+only.sql+`
+		ORDER BY priority, available_at, id LIMIT ?`, only.around([]any{q, transactional}, n)...))
 }
 
 // readyOfGroup reads the first n ready tasks of group g in q.
-func readyOfGroup(tx *sql.Tx, q, g string, n int) ([]candidate, error) {
+func readyOfGroup(tx *sql.Tx, q, g string, n int, only filter) ([]candidate, error) {
 	return scanCandidates(tx.Query(`SELECT id, priority, available_at, group_name, transactional
 		FROM readpast_tasks INDEXED BY readpast_tasks_ready_grouped
-		WHERE queue = ? AND group_name = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0
-		ORDER BY priority, available_at, id LIMIT ?`, q, g, n))
+		WHERE queue = ? AND group_name = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0`+only.sql+`
+		ORDER BY priority, available_at, id LIMIT ?`, only.around([]any{q, g}, n)...))
+}
+
+// filter is the claim's residual predicate on the task's target: only the
+// targets a node serves (ClaimParams.Targets). It is read off the ready
+// index's rows, which it does not change (docs/TARGETS.md, "What a claim
+// costs"); an empty filter reads every target's tasks.
+type filter struct {
+	sql  string
+	args []any
+}
+
+func targetFilter(targets []string) filter {
+	if targets == nil {
+		return filter{}
+	}
+	if len(targets) == 0 {
+		return filter{sql: " AND target IN (NULL)"} // matches nothing, and keeps the index usable
+	}
+	f := filter{sql: " AND target IN (" + placeholders(len(targets)) + ")"}
+	for _, t := range targets {
+		f.args = append(f.args, t)
+	}
+	return f
+}
+
+// around is the query's arguments: before, the filter's, then limit.
+func (f filter) around(before []any, limit int) []any {
+	return append(append(before, f.args...), limit)
 }
 
 func scanCandidates(rows *sql.Rows, err error) ([]candidate, error) {

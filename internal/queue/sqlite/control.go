@@ -162,8 +162,8 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 		_, err := tx.Exec(`UPDATE readpast_queues SET
 			workers = COALESCE(?, workers),
 			max_running = CASE WHEN ? THEN NULL ELSE COALESCE(?, max_running) END,
-			paused = COALESCE(?, paused), updated_at = ?, updated_by = ?
-			WHERE name = ?`, intOrNull(u.Workers), u.ClearMaxRunning, intOrNull(u.MaxRunning), paused, now, u.Actor, name)
+			paused = COALESCE(?, paused), default_target = COALESCE(?, default_target), updated_at = ?, updated_by = ?
+			WHERE name = ?`, intOrNull(u.Workers), u.ClearMaxRunning, intOrNull(u.MaxRunning), paused, stringOrNull(u.DefaultTarget), now, u.Actor, name)
 		if err != nil {
 			return err
 		}
@@ -190,6 +190,13 @@ func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, 
 		}
 		return s.audit(tx, now, actor, "set_group_limit", "group "+name, strconv.Itoa(maxRunning))
 	})
+}
+
+func stringOrNull(p *string) sql.NullString {
+	if p == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: *p, Valid: true}
 }
 
 func intOrNull(p *int) sql.NullInt64 {

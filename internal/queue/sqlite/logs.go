@@ -153,7 +153,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 
 // QueueSettings implements queue.Store.
 func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by FROM readpast_queues ORDER BY name`)
+	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by, default_target FROM readpast_queues ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("reading queue settings: %w", err)
 	}
@@ -173,7 +173,7 @@ func scanQueue(r scanner) (queue.Queue, error) {
 	var q queue.Queue
 	var workers, maxRunning sql.NullInt64
 	var updated int64
-	err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy)
+	err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy, &q.DefaultTarget)
 	q.Workers, q.MaxRunning, q.UpdatedAt = intPtr(workers), intPtr(maxRunning), fromMicros(updated)
 	return q, err
 }

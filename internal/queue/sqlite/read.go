@@ -13,7 +13,7 @@ import (
 const taskColumns = `id, queue, body, priority, available_at, group_name, chain, stage, chain_wait,
 	continue_on_failure, max_attempts, timeout_ms, transactional, state, attempts, lease_owner,
 	lease_token, lease_expires_at, session_id, cancel_requested, created_at, created_by,
-	started_at, finished_at, last_error, unique_key, schedule_name, fire_at`
+	started_at, finished_at, last_error, unique_key, schedule_name, fire_at, target`
 
 type scanner interface{ Scan(...any) error }
 
@@ -30,7 +30,7 @@ func scanTask(r scanner) (*queue.Task, error) {
 	err := r.Scan(&t.ID, &t.Queue, &t.Body, &t.Priority, &avail, &group, &chain, &t.Stage, &t.ChainWait,
 		&t.ContinueOnFailure, &t.MaxAttempts, &timeoutMS, &t.Transactional, &t.State, &t.Attempts, &owner,
 		&token, &expires, &session, &t.CancelRequested, &created, &t.CreatedBy, &started, &finished, &lastErr, &key,
-		&schedule, &fireAt)
+		&schedule, &fireAt, &t.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (s *Store) Queues(ctx context.Context) ([]queue.Queue, error) { return s.qu
 
 // queues lists every queue, or only the named one.
 func (s *Store) queues(ctx context.Context, only string) ([]queue.Queue, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by
+	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by, default_target
 		FROM readpast_queues WHERE ?1 = '' OR name = ?1 ORDER BY name`, only)
 	if err != nil {
 		return nil, fmt.Errorf("listing queues: %w", err)

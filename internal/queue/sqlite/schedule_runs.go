@@ -17,7 +17,7 @@ import (
 // version gone.
 
 // runColumns are the columns scanRun reads, before any extra ones.
-const runColumns = `id, name, queue, body, priority, group_name, max_attempts, timeout_ms, transactional, last_task_id`
+const runColumns = `id, name, queue, body, priority, group_name, max_attempts, timeout_ms, transactional, last_task_id, target`
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
 func scanRun(r scanner, extra ...any) (queue.ScheduleRun, error) {
@@ -30,7 +30,7 @@ func scanRun(r scanner, extra ...any) (queue.ScheduleRun, error) {
 		maxAttempts, trans int
 	)
 	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
-		&trans, &lastTask}, extra...)...)
+		&trans, &lastTask, &x.Task.Target}, extra...)...)
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &priority, group.String, maxAttempts
 	x.Task.Timeout, x.Task.Transactional, x.LastTaskID = time.Duration(timeoutMS)*time.Millisecond, trans != 0, lastTask.Int64
 	return x, err

@@ -107,6 +107,10 @@ func updateQueueArgs(name string, u queue.QueueUpdate) []any {
 	if u.Paused != nil {
 		paused = *u.Paused
 	}
+	defaultTarget := ""
+	if u.DefaultTarget != nil {
+		defaultTarget = *u.DefaultTarget
+	}
 	return []any{
 		sql.Named("name", name),
 		sql.Named("actor", u.Actor),
@@ -118,6 +122,8 @@ func updateQueueArgs(name string, u queue.QueueUpdate) []any {
 		sql.Named("set_paused", bit(u.Paused != nil)),
 		sql.Named("paused", bit(paused)),
 		sql.Named("detail", maxText(u.Describe())),
+		sql.Named("set_default_target", bit(u.DefaultTarget != nil)),
+		sql.Named("default_target", defaultTarget),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -49,7 +50,21 @@ func claimArgs(p queue.ClaimParams, token int64) []any {
 		sql.Named("limit", p.Limit),
 		sql.Named("lease_ms", leaseMillis(p.LeaseDuration)),
 		sql.Named("token", token),
+		sql.Named("targets", targetList(p.Targets)),
 	}
+}
+
+// targetList is ClaimParams.Targets as the claim batch's @targets: NULL for
+// nil (any target), ” for none (matches no row), else |a|b|. Target names
+// hold no '|' (queue.CheckTargetName).
+func targetList(targets []string) sql.NullString {
+	switch {
+	case targets == nil:
+		return sql.NullString{}
+	case len(targets) == 0:
+		return sql.NullString{Valid: true}
+	}
+	return sql.NullString{String: "|" + strings.Join(targets, "|") + "|", Valid: true}
 }
 
 // checkClaim refuses what SQL Server's types bound (owner length, DATEADD's

@@ -102,7 +102,7 @@ func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
 			q                   queue.Queue
 			workers, maxRunning sql.NullInt64
 		)
-		err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy)
+		err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy, &q.DefaultTarget)
 		q.Workers, q.MaxRunning, q.UpdatedAt = intPtr(workers), intPtr(maxRunning), q.UpdatedAt.UTC()
 		return q, err
 	})

@@ -118,7 +118,7 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 			count               sql.NullInt64
 			updated             sql.NullTime
 		)
-		err := r.Scan(&x.q.Name, &workers, &maxRunning, &x.q.Paused, &updated, &x.q.UpdatedBy, &x.state, &count)
+		err := r.Scan(&x.q.Name, &workers, &maxRunning, &x.q.Paused, &updated, &x.q.UpdatedBy, &x.state, &count, &x.q.DefaultTarget)
 		x.q.UpdatedAt = utc(updated)
 		x.q.Workers = intPtr(workers)
 		x.q.MaxRunning = intPtr(maxRunning)

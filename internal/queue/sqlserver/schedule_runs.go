@@ -31,7 +31,7 @@ func scanRun(r *sql.Row, extra ...any) (queue.ScheduleRun, error) {
 		timeoutMS   int64
 	)
 	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
-		&x.Task.Transactional, &x.LastTaskID}, extra...)...)
+		&x.Task.Transactional, &x.LastTaskID, &x.Task.Target}, extra...)...)
 	p := int(priority)
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
 	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond

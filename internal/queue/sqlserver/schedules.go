@@ -28,6 +28,7 @@ func scheduleDefArgs(d queue.ScheduleDef, next time.Time) []any {
 		sql.Named("overlap", varchar(string(d.Overlap))),
 		sql.Named("misfire", varchar(string(d.Misfire))),
 		sql.Named("next_fire_at", datetime2(next)),
+		sql.Named("target", d.Task.Target),
 	}
 }
 
@@ -87,7 +88,7 @@ func scanSchedule(r *sql.Rows) (queue.Schedule, error) {
 	err := r.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
 		&maxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &overlap, &misfire, &x.Version,
 		&next, &lastFire, &outcome, &missed, &lastTask, &lastState, &lastEnded,
-		&x.CreatedAt, &x.CreatedBy, &x.UpdatedAt, &x.UpdatedBy)
+		&x.CreatedAt, &x.CreatedBy, &x.UpdatedAt, &x.UpdatedBy, &x.Task.Target)
 	p := int(priority)
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
 	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond

@@ -281,6 +281,7 @@ SET workers     = CASE WHEN @set_workers = 1 THEN @workers ELSE workers END,
                        WHEN @set_max_running = 1 THEN @max_running
                        ELSE max_running END,
     paused      = CASE WHEN @set_paused = 1 THEN @paused ELSE paused END,
+    default_target = CASE WHEN @set_default_target = 1 THEN @default_target ELSE default_target END,
     updated_at  = SYSUTCDATETIME(),
     updated_by  = @actor
 WHERE name = @name;
@@ -293,6 +294,7 @@ COMMIT TRAN;
 	params: []string{
 		"name", "actor", "set_workers", "workers", "clear_max_running",
 		"set_max_running", "max_running", "set_paused", "paused", "detail",
+		"set_default_target", "default_target",
 	},
 }
 

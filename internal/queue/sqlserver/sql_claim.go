@@ -9,7 +9,17 @@ package sqlserver
 //
 // Parameters: @queue nvarchar, @owner nvarchar, @limit int (1-1000),
 // @lease_ms int, @token bigint (random, 63 bits; each task gets @token ^ id, a
-// different fencing token per task).
+// different fencing token per task), @targets nvarchar(max): the targets the
+// node serves as |a|b| ('' among them as ||), NULL for any target.
+//
+// The target filter (docs/TARGETS.md) is a residual predicate on the rows the
+// ready indexes return: it adds no lock hint and no lock order. A row of
+// another target that the locking read (UPDLOCK, READPAST) meets fails the
+// predicate like a row of any other residual; whether SQL Server keeps its
+// update lock to the end of the claim's transaction is not proven here
+// (review only). Either way no claimer waits: another claimer passes such a
+// row over (READPAST), and the claim's transaction ends in the same round
+// trip.
 //
 // What it reads: the queue row; the due delayed tasks of the queue (index
 // readpast_tasks_delayed); the first ungrouped ready tasks (readpast_tasks_ready);
@@ -203,6 +213,7 @@ BEGIN
       AND t.chain_wait = 0
       AND t.delayed = 0
       AND t.group_name IS NULL
+      AND (@targets IS NULL OR CHARINDEX(N'|' + t.target + N'|', @targets) > 0)
     ORDER BY t.priority, t.available_at, t.id;
 ` + claimTaken + `
 END
@@ -221,6 +232,7 @@ BEGIN
       AND t.chain_wait = 0
       AND t.delayed = 0
       AND t.group_name IS NULL
+      AND (@targets IS NULL OR CHARINDEX(N'|' + t.target + N'|', @targets) > 0)
     ORDER BY t.priority, t.available_at, t.id;
 
     INSERT INTO @cand (id, priority, available_at, group_name, free)
@@ -234,6 +246,7 @@ BEGIN
           AND t.state = 'pending'
           AND t.chain_wait = 0
           AND t.delayed = 0
+          AND (@targets IS NULL OR CHARINDEX(N'|' + t.target + N'|', @targets) > 0)
         ORDER BY t.priority, t.available_at, t.id
     ) AS a;
 
@@ -406,5 +419,5 @@ ORDER BY o.priority, o.available_at, o.id;
 var claimBatch = query{
 	name:   "claim",
 	text:   readCommitted + claimPrologue + "BEGIN TRAN;\n" + claimCore + "\nCOMMIT TRAN;\n" + claimResult,
-	params: []string{"queue", "owner", "limit", "lease_ms", "token"},
+	params: []string{"queue", "owner", "limit", "lease_ms", "token", "targets"},
 }

@@ -25,11 +25,11 @@ package sqlserver
 const scheduleColumns = `s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
        s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version,
        s.next_fire_at, s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id,
-       t.state, t.finished_at, s.created_at, s.created_by, s.updated_at, s.updated_by`
+       t.state, t.finished_at, s.created_at, s.created_by, s.updated_at, s.updated_by, s.target`
 
 // defParams are the parameters of a schedule definition, scheduleDefArgs's.
 var defParams = []string{"cron", "time_zone", "queue", "body", "priority", "group_name", "max_attempts",
-	"timeout_ms", "transactional", "paused", "overlap", "misfire", "next_fire_at"}
+	"timeout_ms", "transactional", "paused", "overlap", "misfire", "next_fire_at", "target"}
 
 // schedulesQuery reads every schedule, or the one named (@name NULL: all),
 // each with its latest run: one seek of the clustered key per schedule
@@ -60,10 +60,10 @@ BEGIN TRAN;
 
 INSERT INTO dbo.readpast_schedules
     (name, cron, time_zone, queue, body, priority, group_name, max_attempts, timeout_ms,
-     transactional, paused, overlap, misfire, next_fire_at, created_by, updated_by)
+     transactional, paused, overlap, misfire, next_fire_at, target, created_by, updated_by)
 VALUES
     (@name, @cron, @time_zone, @queue, @body, @priority, @group_name, @max_attempts, @timeout_ms,
-     @transactional, @paused, @overlap, @misfire, @next_fire_at, @actor, @actor);
+     @transactional, @paused, @overlap, @misfire, @next_fire_at, @target, @actor, @actor);
 
 INSERT INTO dbo.readpast_audit (actor, action, target, detail)
 VALUES (@actor, N'create_schedule', CONCAT(N'schedule ', @name), @detail);
@@ -98,6 +98,7 @@ SET cron = @cron,
     overlap = @overlap,
     misfire = @misfire,
     next_fire_at = @next_fire_at,
+    target = @target,
     version = version + 1,
     updated_at = SYSUTCDATETIME(),
     updated_by = @actor
@@ -150,7 +151,7 @@ SELECT @deleted;
 // runColumns are the columns of schedule row s that scanRun reads, before any
 // extra ones.
 const runColumns = `s.id, s.name, s.queue, s.body, s.priority, s.group_name, s.max_attempts, s.timeout_ms,
-       s.transactional, COALESCE(s.last_task_id, 0)`
+       s.transactional, COALESCE(s.last_task_id, 0), s.target`
 
 // unfinishedLastRun is true when schedule row s's latest run is pending or running.
 const unfinishedLastRun = `EXISTS (

@@ -16,6 +16,9 @@ type queuePost struct {
 	Workers    *int    `json:"workers"`
 	MaxRunning *int    `json:"max_running"`
 	Paused     bool    `json:"paused"`
+	// DefaultTarget: where its tasks that name no target run (absent or
+	// null: the node's default target).
+	DefaultTarget *string `json:"default_target"`
 }
 
 // createQueue is POST /api/queues (operator): makes a queue before any task
@@ -31,7 +34,7 @@ func (h *Handler) createQueue(c echo.Context) error {
 	}
 	paused := in.Paused
 	q, err := h.d.Ops.CreateQueue(c.Request().Context(), auth.Actor(c), *in.Name,
-		queue.QueueUpdate{Workers: in.Workers, MaxRunning: in.MaxRunning, Paused: &paused})
+		queue.QueueUpdate{Workers: in.Workers, MaxRunning: in.MaxRunning, Paused: &paused, DefaultTarget: in.DefaultTarget})
 	if err != nil {
 		return err
 	}

@@ -24,10 +24,13 @@ type Queue struct {
 	UpdatedAt  *time.Time       `json:"updated_at"` // null: never set
 	UpdatedBy  *string          `json:"updated_by"`
 	Counts     map[string]int64 `json:"counts"` // every state, zeros included
+	// DefaultTarget is where its tasks that name no target run; null: the
+	// node's default target.
+	DefaultTarget *string `json:"default_target"`
 }
 
 func toQueue(q queue.Queue) Queue {
-	o := Queue{Name: q.Name, Workers: q.Workers, MaxRunning: q.MaxRunning, Paused: q.Paused,
+	o := Queue{Name: q.Name, Workers: q.Workers, MaxRunning: q.MaxRunning, Paused: q.Paused, DefaultTarget: orNull(q.DefaultTarget),
 		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}}
 	for _, st := range queue.States {
 		o.Counts[string(st)] = q.Counts[st]
@@ -84,6 +87,8 @@ type queuePatch struct {
 	Workers    optional[int]  `json:"workers"`
 	MaxRunning optional[int]  `json:"max_running"` // null clears the limit
 	Paused     optional[bool] `json:"paused"`
+	// DefaultTarget: null or "" clears it.
+	DefaultTarget optional[string] `json:"default_target"`
 }
 
 // updateQueue is PATCH /api/queues/{name}: every node applies it within a second.
@@ -94,8 +99,8 @@ func (h *Handler) updateQueue(c echo.Context) error {
 	}
 	var u queue.QueueUpdate
 	switch {
-	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set:
-		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running or paused"}
+	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set && !in.DefaultTarget.Set:
+		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running, paused or default_target"}
 	case in.Workers.Null:
 		return &queue.ValidationError{Field: "workers", Reason: "cannot be null: give 0 to 1000 workers per node"}
 	case in.Paused.Null:
@@ -111,6 +116,9 @@ func (h *Handler) updateQueue(c echo.Context) error {
 	}
 	if in.Paused.Set {
 		u.Paused = &in.Paused.V
+	}
+	if in.DefaultTarget.Set {
+		u.DefaultTarget = &in.DefaultTarget.V // null: ""
 	}
 	q, err := h.d.Ops.UpdateQueue(c.Request().Context(), auth.Actor(c), request.PathParam(c, "name"), u)
 	if err != nil {

@@ -23,6 +23,7 @@ type scheduleIn struct {
 	Paused         bool     `json:"paused"`
 	Overlap        string   `json:"overlap"`
 	Misfire        string   `json:"misfire"`
+	Target         *string  `json:"target"`
 }
 
 // def converts the input; the schedule package checks the rest and names the
@@ -39,6 +40,9 @@ func (in scheduleIn) def() (queue.ScheduleDef, error) {
 		return d, err
 	}
 	if d.Task.Group, err = given("", "group", in.Group, "leave it out for no group"); err != nil {
+		return d, err
+	}
+	if d.Task.Target, err = given("", "target", in.Target, "leave it out for the queue's default target"); err != nil {
 		return d, err
 	}
 	if m := in.MaxAttempts; m != nil {
@@ -69,6 +73,7 @@ type schedulePatch struct {
 	Paused         optional[bool]    `json:"paused"`
 	Overlap        optional[string]  `json:"overlap"`
 	Misfire        optional[string]  `json:"misfire"`
+	Target         optional[string]  `json:"target"` // null: the queue's default target
 }
 
 // update converts the patch; nothing in it may be left unchecked by the store.
@@ -89,12 +94,14 @@ func (in schedulePatch) update() (queue.ScheduleUpdate, error) {
 		name      string
 		o         optional[string]
 		nullMeans string
-	}{{"time_zone", in.TimeZone, "UTC"}, {"queue", in.Queue, "the queue " + queue.DefaultQueue}, {"group", in.Group, "no group"}} {
+	}{{"time_zone", in.TimeZone, "UTC"}, {"queue", in.Queue, "the queue " + queue.DefaultQueue}, {"group", in.Group, "no group"},
+		{"target", in.Target, "the queue's default target"}} {
 		if err := givenOrNull(f.name, f.o, f.nullMeans); err != nil {
 			return u, err
 		}
 	}
 	u.Cron, u.TimeZone, u.Queue, u.Body, u.Group = in.Cron.ptr(), in.TimeZone.ptr(), in.Queue.ptr(), in.Body.ptr(), in.Group.ptr()
+	u.Target = in.Target.ptr()
 	u.Transactional, u.Paused = in.Transactional.ptr(), in.Paused.ptr()
 	if in.Overlap.Set {
 		o := queue.Overlap(in.Overlap.V)
@@ -148,6 +155,7 @@ type Schedule struct {
 	Paused         bool     `json:"paused"`
 	Overlap        string   `json:"overlap"`
 	Misfire        string   `json:"misfire"`
+	Target         *string  `json:"target"` // null: the queue's default target
 	// NextFireAt is the next fire time (null while paused); NextFireTimes
 	// are the next five, each in UTC and in the schedule's zone.
 	NextFireAt    *time.Time `json:"next_fire_at"`
@@ -184,7 +192,7 @@ func toSchedule(s *queue.Schedule) Schedule {
 	o := Schedule{Name: s.Name, Cron: s.Cron, TimeZone: s.TimeZone, Queue: s.Task.Queue, Body: s.Task.Body,
 		Priority: queue.DefaultPriority, Group: orNull(s.Task.Group), MaxAttempts: s.Task.MaxAttempts,
 		TimeoutSeconds: timeoutSeconds(s.Task.Timeout), Transactional: s.Task.Transactional, Paused: s.Paused,
-		Overlap: string(s.Overlap), Misfire: string(s.Misfire), NextFireAt: optTime(s.NextFireAt), NextFireTimes: []FireTime{},
+		Overlap: string(s.Overlap), Misfire: string(s.Misfire), Target: orNull(s.Task.Target), NextFireAt: optTime(s.NextFireAt), NextFireTimes: []FireTime{},
 		LastFireAt: optTime(s.LastFireAt), LastFireOutcome: orNull(string(s.LastFireOutcome)), LastFireMissed: s.LastFireMissed,
 		CreatedAt: s.CreatedAt.UTC(), CreatedBy: s.CreatedBy, UpdatedAt: s.UpdatedAt.UTC(), UpdatedBy: s.UpdatedBy}
 	if s.Task.Priority != nil {

@@ -30,6 +30,12 @@ type taskIn struct {
 	Transactional     bool     `json:"transactional"`
 	ContinueOnFailure bool     `json:"continue_on_failure"`
 	UniqueKey         *string  `json:"unique_key"`
+	// Target names where the body runs (docs/TARGETS.md); Targets makes a
+	// fan-out (POST /api/tasks only): one task per target or tag:NAME, at
+	// most FanOutLimit of them running at once.
+	Target      *string  `json:"target"`
+	Targets     []string `json:"targets"`
+	FanOutLimit *int     `json:"fanout_limit"`
 }
 
 // newTask converts and validates the input; prefix goes before field names in
@@ -49,6 +55,7 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 		{"group", in.Group, &t.Group, "leave it out for no group"},
 		{"chain", in.Chain, &t.Chain, "leave it out for no chain"},
 		{"unique_key", in.UniqueKey, &t.UniqueKey, "leave it out for no unique key (a key is 1 to 128 bytes)"},
+		{"target", in.Target, &t.Target, "leave it out for the queue's default target"},
 	} {
 		v, err := given(prefix, f.name, f.v, f.leaveOut)
 		if err != nil {
@@ -150,6 +157,7 @@ type Task struct {
 	UniqueKey         *string    `json:"unique_key"`
 	Schedule          *string    `json:"schedule"` // the schedule that created it
 	FireAt            *time.Time `json:"fire_at"`  // the fire time it is the run of; null for a run now
+	Target            *string    `json:"target"`   // null: its queue's default target, else the node's
 }
 
 // Enqueued answers an enqueue of one task (POST /api/tasks, a schedule's
@@ -175,7 +183,7 @@ func toTask(t *queue.Task) Task {
 		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: orNull(t.CreatedBy), StartedAt: optTime(t.StartedAt),
 		FinishedAt: optTime(t.FinishedAt), LastError: orNull(t.LastError), CancelRequested: t.CancelRequested,
 		ChainWait: t.ChainWait, TimeoutSeconds: timeoutSeconds(t.Timeout), UniqueKey: orNull(t.UniqueKey),
-		Schedule: orNull(t.Schedule), FireAt: optTime(t.FireAt)}
+		Schedule: orNull(t.Schedule), FireAt: optTime(t.FireAt), Target: orNull(t.Target)}
 	if t.State == queue.StateRunning {
 		o.LeaseOwner, o.LeaseExpiresAt, o.SessionID = orNull(t.LeaseOwner), optTime(t.LeaseExpiresAt), orNull(t.SessionID)
 	}

@@ -20,6 +20,9 @@ func (h *Handler) createTask(c echo.Context) error {
 	if err := h.decodeJSON(c, &in); err != nil {
 		return err
 	}
+	if in.Targets != nil || in.FanOutLimit != nil {
+		return h.createFanOut(c, in)
+	}
 	t, err := in.newTask("", h.d.MaxBodyBytes)
 	if err != nil {
 		return err
@@ -101,6 +104,9 @@ func (h *Handler) createBatch(c echo.Context) error {
 				stage := i * 10
 				ti.Stage = &stage
 			}
+		}
+		if ti.Targets != nil || ti.FanOutLimit != nil {
+			return &queue.ValidationError{Field: prefix + "targets", Reason: "is set in a batch: a fan-out is one task to many targets, sent alone to POST /api/tasks"}
 		}
 		t, err := ti.newTask(prefix, h.d.MaxBodyBytes)
 		if err != nil {
@@ -198,5 +204,9 @@ func (h *Handler) getTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(c, http.StatusOK, toTaskDetail(t, recs))
+	d := toTaskDetail(t, recs)
+	if why := h.whyTarget(ctx, t); why != "" {
+		d.Why = &why
+	}
+	return WriteJSON(c, http.StatusOK, d)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/sqlscript"
 	"readpast/internal/web/auth"
@@ -34,6 +35,9 @@ func (u *Pages) renderEnqueue(c echo.Context, status int, v templates.Enqueue) e
 	if v.Page, v.Queues, err = u.formPage(c, "enqueue", "Enqueue"); err != nil {
 		return err
 	}
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	v.TargetNames = u.targetChoices(ctx)
 	return render(c, status, templates.EnqueuePage(v))
 }
 
@@ -59,6 +63,18 @@ func (u *Pages) enqueue(c echo.Context) error {
 	if len(errs) > 0 {
 		v.Errors = errs
 		return u.renderEnqueue(c, http.StatusUnprocessableEntity, v)
+	}
+	if !script && (form.Targets != "" || form.FanOutLimit != "") {
+		group, errs, err := u.fanOutFromForm(c, form, base)
+		if err != nil {
+			return err
+		}
+		if len(errs) > 0 {
+			v.Errors = errs
+			return u.renderEnqueue(c, http.StatusUnprocessableEntity, v)
+		}
+		u.flash(c, "Fan-out "+group+" enqueued: one task per target.")
+		return c.Redirect(http.StatusSeeOther, "/fanouts/"+group)
 	}
 	res, err := u.ops.Enqueue(c.Request().Context(), auth.Actor(c), tasks)
 	ids := queue.IDs(res)
@@ -96,7 +112,7 @@ func readTaskForm(c echo.Context) (templates.TaskForm, error) {
 		Priority: v("priority"), Delay: v("delay"), AvailableAt: v("available_at"),
 		Group: v("group"), Chain: v("chain"), Stage: v("stage"),
 		MaxAttempts: v("max_attempts"), TimeoutSeconds: v("timeout_seconds"),
-		UniqueKey: v("unique_key"),
+		UniqueKey: v("unique_key"), Target: v("target"), Targets: v("targets"), FanOutLimit: v("fanout_limit"),
 	}
 	return f, formBools(c, checkbox{"transactional", &f.Transactional}, checkbox{"continue_on_failure", &f.ContinueOnFailure})
 }
@@ -106,7 +122,7 @@ func readTaskForm(c echo.Context) (templates.TaskForm, error) {
 // and names its field in turn.
 func parseTaskForm(f templates.TaskForm, script bool) (queue.NewTask, map[string]string) {
 	errs := map[string]string{}
-	t := queue.NewTask{Queue: f.Queue, Body: f.Body, Group: f.Group, Chain: f.Chain,
+	t := queue.NewTask{Queue: f.Queue, Body: f.Body, Group: f.Group, Chain: f.Chain, Target: f.Target,
 		Transactional: f.Transactional, ContinueOnFailure: f.ContinueOnFailure}
 	whole := func(field, s string, dst *int) {
 		if s == "" {

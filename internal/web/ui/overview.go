@@ -56,6 +56,7 @@ func (u *Pages) renderOverview(c echo.Context, status int, refused *queueFormSta
 		for i := range v.Queues {
 			if v.Queues[i].Name == refused.Queue {
 				v.Queues[i].Workers, v.Queues[i].MaxRunning = refused.Values.Workers, refused.Values.MaxRunning
+				v.Queues[i].DefaultTarget = refused.Values.DefaultTarget
 				v.Queues[i].Errors = refused.Errors
 			}
 		}
@@ -95,6 +96,7 @@ func queueRow(q queue.Queue, p poolTotals, spark templates.Sparkline) templates.
 	if q.Workers != nil {
 		r.Workers = strconv.Itoa(*q.Workers)
 	}
+	r.DefaultTarget = q.DefaultTarget
 	if q.MaxRunning != nil {
 		r.MaxRunning = strconv.Itoa(*q.MaxRunning)
 	}

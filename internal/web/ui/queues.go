@@ -107,6 +107,14 @@ func parseQueueForm(c echo.Context, settings bool) (queue.QueueUpdate, templates
 			upd.Workers = &n
 		}
 	}
+	// The default target only when the form changes it (the row's form
+	// carries the value it showed): a change of workers is audited as that.
+	if _, ok := c.Request().PostForm["default_target"]; ok {
+		values.DefaultTarget = strings.TrimSpace(c.FormValue("default_target"))
+		if values.DefaultTarget != strings.TrimSpace(c.FormValue("default_target_was")) {
+			upd.DefaultTarget = &values.DefaultTarget
+		}
+	}
 	if values.MaxRunning == "" {
 		upd.ClearMaxRunning = true
 	} else {

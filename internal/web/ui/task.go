@@ -51,6 +51,10 @@ func (u *views) taskView(ctx context.Context, id int64, operate bool) (templates
 	if operate {
 		v.Actions = taskActions(t, taskURL(t.ID))
 	}
+	if why := u.whyTarget(ctx, t); why != "" {
+		v.Why = why
+	}
+	v.Activity = u.runningActivity(ctx, t)
 	for _, a := range attempts {
 		v.Attempts = append(v.Attempts, attemptRow(a, now))
 	}
@@ -93,9 +97,10 @@ func taskProps(t *queue.Task, now time.Time) []templates.KV {
 	}
 	props := []templates.KV{
 		{Key: "queue", Value: t.Queue},
+		{Key: "target", Value: targetShown(t.Target)},
 		{Key: "priority", Value: strconv.Itoa(t.Priority)},
 		{Key: "attempts", Value: fmt.Sprintf("%d of %d", t.Attempts, t.MaxAttempts)},
-		{Key: "group", Value: orNone(t.Group)},
+		{Key: "group", Value: orNone(t.Group), URL: fanOutURL(t.Group)},
 		{Key: "chain", Value: chain},
 		{Key: "timeout", Value: timeout},
 		{Key: "transactional", Value: strconv.FormatBool(t.Transactional)},

@@ -16,6 +16,7 @@ import (
 	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/sqlscript"
+	"readpast/internal/target"
 	"readpast/internal/web/auth"
 	"readpast/web/static"
 	"readpast/web/templates"
@@ -35,6 +36,8 @@ type Deps struct {
 	// script is split into a chain's blocks.
 	Syntax sqlscript.Syntax
 	Logger *slog.Logger
+	// Targets are this node's targets (docs/TARGETS.md); nil: none.
+	Targets *target.Set
 }
 
 // Pages serves the dashboard's pages and forms.
@@ -59,6 +62,7 @@ func New(d Deps) *Pages {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	v := newViews(d.Store, d.Node, d.Lease, d.Logger)
+	v.targets, v.ops = d.Targets, d.Ops
 	return &Pages{views: v, ops: d.Ops, guard: d.Guard, hub: newLiveHub(v, defaultLiveOptions()),
 		version: d.Version, syntax: d.Syntax}
 }
@@ -78,6 +82,9 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.GET("/logs", u.logs, view)
 	e.GET("/logs/export", u.exportLogs, view)
 	e.GET("/nodes", u.nodes, view)
+	e.GET("/targets", u.targetsPage, view)
+	e.GET("/fanouts/:group", u.fanOutPage, view)
+	e.POST("/fanouts/:group/retry", u.retryFanOut, operate)
 	e.GET("/groups", u.groups, view)
 	e.POST("/groups/:name", u.updateGroup, operate)
 	e.GET("/audit", u.audit, view)

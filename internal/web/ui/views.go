@@ -4,7 +4,9 @@ import (
 	"log/slog"
 	"time"
 
+	"readpast/internal/ops"
 	"readpast/internal/queue"
+	"readpast/internal/target"
 	"readpast/internal/workers"
 )
 
@@ -24,6 +26,11 @@ type views struct {
 	goneAfter  time.Duration
 	throughput *throughput
 	now        func() time.Time
+	// targets are this node's targets, for their sessions' activity
+	// (targets.go); nil: none.
+	targets *target.Set
+	// ops reads the cluster's targets for a task's wait (nil: none).
+	ops *ops.Ops
 }
 
 func newViews(store queue.Store, node Node, lease time.Duration, log *slog.Logger) *views {
