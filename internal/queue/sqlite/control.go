@@ -65,7 +65,9 @@ func (s *Store) cancelTx(tx *sql.Tx, now int64, id int64, actor string) (queue.S
 	var st queue.State
 	var chain sql.NullString
 	var stage int
-	err := tx.QueryRow(`SELECT state, chain, stage FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage)
+	var runID, runStep sql.NullInt64
+	err := tx.QueryRow(`SELECT state, chain, stage, run_id, run_step FROM readpast_tasks WHERE id = ?`, id).
+		Scan(&st, &chain, &stage, &runID, &runStep)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", queue.ErrNotFound
 	}
@@ -90,6 +92,11 @@ func (s *Store) cancelTx(tx *sql.Tx, now int64, id int64, actor string) (queue.S
 		}
 		if chain.Valid {
 			if err := chainEnded(tx, now, chain.String, id, stage, st); err != nil {
+				return "", err
+			}
+		}
+		if runID.Valid {
+			if err := stepEnded(tx, now, runID.Int64, int(runStep.Int64), id, st); err != nil {
 				return "", err
 			}
 		}

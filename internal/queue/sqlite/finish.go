@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"readpast/internal/queue"
 )
@@ -51,10 +52,12 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 		group, chain                       sql.NullString
 		stage, attempts, retryBase, maxAtt int
 		cancelRequested                    bool
+		runID, runStep, retryMS            sql.NullInt64
 	)
-	err := tx.QueryRow(`SELECT queue, group_name, chain, stage, attempts, retry_base, max_attempts, cancel_requested
+	err := tx.QueryRow(`SELECT queue, group_name, chain, stage, attempts, retry_base, max_attempts, cancel_requested,
+		run_id, run_step, retry_interval_ms
 		FROM readpast_tasks WHERE id = ? AND lease_token = ? AND state = 'running'`, a.TaskID, a.Token).
-		Scan(&q, &group, &chain, &stage, &attempts, &retryBase, &maxAtt, &cancelRequested)
+		Scan(&q, &group, &chain, &stage, &attempts, &retryBase, &maxAtt, &cancelRequested, &runID, &runStep, &retryMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		res.Err = fmt.Errorf("task %d: %w", a.TaskID, queue.ErrLeaseLost)
 		return res, nil
@@ -63,6 +66,9 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 		return res, fmt.Errorf("reading task %d: %w", a.TaskID, err)
 	}
 	next, retryIn := queue.AfterAttempt(a.Outcome, attempts, retryBase, maxAtt, release, cancelRequested)
+	if next == queue.StatePending && !release {
+		retryIn = queue.RetryIn(retryIn, time.Duration(retryMS.Int64)*time.Millisecond)
+	}
 	res.State = next
 	var finished sql.NullInt64
 	available := sql.NullInt64{}
@@ -98,6 +104,11 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 	}
 	if chain.Valid && next.Finished() {
 		if err := chainEnded(tx, now, chain.String, a.TaskID, stage, next); err != nil {
+			return res, err
+		}
+	}
+	if runID.Valid && next.Finished() {
+		if err := stepEnded(tx, now, runID.Int64, int(runStep.Int64), a.TaskID, next); err != nil {
 			return res, err
 		}
 	}
