@@ -16,6 +16,8 @@ const (
 	MaxSteps         = 100
 	MaxStepNameBytes = 128
 	MaxTextBytes     = 4000 // description, category
+	MaxJobNameBytes  = 60   // so its schedules' names, <job>:<n>, are schedule names
+	MaxSchedules     = 20
 )
 
 // The actions of a step.
@@ -99,15 +101,15 @@ func Compile(d Definition, owner string, maxBody int) (queue.NewJob, []string, e
 		}
 		plan[i] = p
 	}
-	for i, sc := range d.Schedules {
-		if _, err := schedule.Parse(strings.TrimSpace(sc.Cron), sc.TimeZone); err != nil {
-			if ve, ok := err.(*queue.ValidationError); ok {
-				ve.Field = fmt.Sprintf("schedules[%d].%s", i, ve.Field)
-			}
+	enabled := d.Enabled == nil || *d.Enabled
+	if len(d.Schedules) > MaxSchedules {
+		return bad("schedules", "has %d schedules: a job has at most %d", len(d.Schedules), MaxSchedules)
+	}
+	for i := range d.Schedules {
+		if _, _, err := Schedule(d, i, overlap, enabled, time.Now()); err != nil {
 			return queue.NewJob{}, nil, err
 		}
 	}
-	enabled := d.Enabled == nil || *d.Enabled
 	d.Enabled = &enabled
 	def, err := json.Marshal(d)
 	if err != nil {
@@ -168,8 +170,8 @@ func Unreachable(plan []queue.PlanStep) []string {
 
 // checkJobName refuses a name that is not a job name.
 func checkJobName(name string) error {
-	if !queue.ValidQueueName(name) {
-		return &queue.ValidationError{Field: "name", Reason: fmt.Sprintf("%q is not a job name: use 1 to 64 letters, digits, '_', '.', ':' or '-', not only dots", name)}
+	if !queue.ValidQueueName(name) || len(name) > MaxJobNameBytes {
+		return &queue.ValidationError{Field: "name", Reason: fmt.Sprintf("%q is not a job name: use 1 to %d letters, digits, '_', '.', ':' or '-', not only dots", name, MaxJobNameBytes)}
 	}
 	return nil
 }
@@ -182,4 +184,27 @@ func StepIndex(plan []queue.PlanStep, name string) (int, error) {
 		}
 	}
 	return 0, &queue.ValidationError{Field: "from_step", Reason: fmt.Sprintf("the job has no step named %q", name)}
+}
+
+// ScheduleName is the name of a job's schedule i (from 0): <job>:<i+1>.
+func ScheduleName(job string, i int) string { return fmt.Sprintf("%s:%d", job, i+1) }
+
+// Schedule is the schedule i of d as the schedule package checks and stores
+// it: it starts runs of the job (paused while the job is disabled), with the
+// job's overlap policy, and its next fire time after now.
+func Schedule(d Definition, i int, overlap queue.Overlap, enabled bool, now time.Time) (queue.ScheduleDef, time.Time, error) {
+	sc := d.Schedules[i]
+	q := d.Queue
+	if q == "" {
+		q = queue.DefaultQueue
+	}
+	def := queue.ScheduleDef{Name: ScheduleName(d.Name, i), Cron: sc.Cron, TimeZone: sc.TimeZone, Job: d.Name,
+		Task:   queue.ScheduleTask{Queue: q, Body: "-- a run of job " + d.Name},
+		Paused: !enabled, Overlap: overlap, Misfire: queue.Misfire(sc.Misfire)}
+	out, next, err := schedule.Prepare(def, 0, now)
+	if ve, ok := err.(*queue.ValidationError); ok {
+		ve.Field = fmt.Sprintf("schedules[%d].%s", i, ve.Field)
+	}
+	out.Job = d.Name
+	return out, next, err
 }

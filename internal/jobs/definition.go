@@ -5,24 +5,25 @@
 package jobs
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Definition is a job as the API's POST /api/jobs takes it.
 type Definition struct {
-	Name        string     `json:"name"`
-	Description string     `json:"description,omitempty"`
-	Category    string     `json:"category,omitempty"`
-	Queue       string     `json:"queue,omitempty"`   // the queue its step tasks run on; "" is "default"
-	Overlap     string     `json:"overlap,omitempty"` // skip (the default: a job never runs twice at once) or allow
-	Enabled     *bool      `json:"enabled,omitempty"` // nil: true
-	Steps       []StepDef  `json:"steps"`
-	Schedules   []Schedule `json:"schedules,omitempty"`
+	Name        string        `json:"name"`
+	Description string        `json:"description,omitempty"`
+	Category    string        `json:"category,omitempty"`
+	Queue       string        `json:"queue,omitempty"`   // the queue its step tasks run on; "" is "default"
+	Overlap     string        `json:"overlap,omitempty"` // skip (the default: a job never runs twice at once) or allow
+	Enabled     *bool         `json:"enabled,omitempty"` // nil: true
+	Steps       []StepDef     `json:"steps"`
+	Schedules   []ScheduleDef `json:"schedules,omitempty"`
 }
 
 // StepDef is one step of a Definition. The actions are "next", "step:NAME",
@@ -41,8 +42,8 @@ type StepDef struct {
 	OnFailure     string   `json:"on_failure,omitempty"`
 }
 
-// Schedule is one schedule of a Definition: the schedules' cron model.
-type Schedule struct {
+// ScheduleDef is one schedule of a Definition: the schedules' cron model.
+type ScheduleDef struct {
 	Cron     string `json:"cron"`
 	TimeZone string `json:"time_zone,omitempty"`
 	Misfire  string `json:"misfire,omitempty"`
@@ -79,17 +80,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Parse reads a Definition from the API's JSON; a field it does not know is
-// refused (a misspelt on_failure would otherwise quietly take the default).
+// Parse reads a Definition from the API's JSON as strictly as the API reads
+// any body (encoding/json/v2's defaults): a field it does not know (a
+// misspelt on_failure would otherwise quietly take the default), a key given
+// twice, invalid UTF-8 are refused.
 func Parse(body []byte) (Definition, error) {
 	var d Definition
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return Definition{}, fmt.Errorf("the job definition is not valid JSON of a job: %v", err)
-	}
-	if dec.More() {
-		return Definition{}, fmt.Errorf("the job definition holds more than one JSON value")
+	if err := jsonv2.Unmarshal(body, &d, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return Definition{}, fmt.Errorf("the job definition is not the JSON of a job: %v", err)
 	}
 	return d, nil
 }

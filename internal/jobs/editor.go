@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"readpast/internal/queue"
 )
@@ -11,15 +12,17 @@ import (
 // Editor makes operators' changes to the jobs of a store: it checks and
 // compiles, and the store writes.
 type Editor struct {
-	Store queue.JobStore
+	Store Store
 	// MaxBodyBytes is the store's body limit (0: queue.DefaultMaxBodyBytes).
 	MaxBodyBytes int
 }
 
-// ErrSchedulesNotYet refuses a job with schedules: their fires are not yet
-// wired to runs (docs/JOBS.md, "Not yet").
-var ErrSchedulesNotYet = &queue.ValidationError{Field: "schedules",
-	Reason: "a job's own schedules are not supported yet: leave them out, and start runs with Run now (POST /api/jobs/{name}/run)"}
+// Store is what the editor writes: the job and its schedules (schedules of
+// the schedule model whose fires start a run of the job).
+type Store interface {
+	queue.JobStore
+	queue.ScheduleStore
+}
 
 // Create stores a new job defined by d, owned by actor, and returns the
 // warnings its flow has.
@@ -31,14 +34,49 @@ func (e Editor) Create(ctx context.Context, d Definition, actor string) (*queue.
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(d.Schedules) > 0 {
-		return nil, nil, ErrSchedulesNotYet
-	}
 	if err := e.Store.CreateJob(ctx, j); err != nil {
+		return nil, nil, err
+	}
+	if err := e.createSchedules(ctx, d, j, actor); err != nil {
+		// Not half a job: the job goes again (its schedules with it).
+		if derr := e.Store.DeleteJob(context.WithoutCancel(ctx), j.Name, actor); derr != nil {
+			return nil, nil, errors.Join(err, derr)
+		}
 		return nil, nil, err
 	}
 	got, err := e.Store.GetJob(ctx, j.Name)
 	return got, warnings, err
+}
+
+// createSchedules stores the schedules of d, as the job j has them.
+func (e Editor) createSchedules(ctx context.Context, d Definition, j queue.NewJob, actor string) error {
+	for i := range d.Schedules {
+		def, next, err := Schedule(d, i, j.Overlap, j.Enabled, time.Now())
+		if err != nil {
+			return err
+		}
+		if err := e.Store.CreateSchedule(ctx, queue.NewSchedule{Def: def, NextFireAt: next, Actor: actor}); err != nil {
+			if errors.Is(err, queue.ErrExists) {
+				return fmt.Errorf("the job's schedule %d would be named %s, and a schedule of that name exists: rename or delete it: %w", i+1, def.Name, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteSchedules removes the schedules a job's stored definition has.
+func (e Editor) deleteSchedules(ctx context.Context, old *queue.Job, actor string) error {
+	d, err := DefinitionOf(old)
+	if err != nil {
+		return err
+	}
+	for i := range d.Schedules {
+		if err := e.Store.DeleteSchedule(ctx, ScheduleName(old.Name, i), actor); err != nil && !errors.Is(err, queue.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // CreateFromJSON creates a job from the JSON body of POST /api/jobs, enabled
@@ -66,11 +104,14 @@ func (e Editor) Replace(ctx context.Context, d Definition, actor string) (*queue
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(d.Schedules) > 0 {
-		return nil, nil, ErrSchedulesNotYet
-	}
 	j.Actor = actor
 	if err := e.Store.ReplaceJob(ctx, j); err != nil {
+		return nil, nil, err
+	}
+	if err := e.deleteSchedules(ctx, old, actor); err != nil {
+		return nil, nil, err
+	}
+	if err := e.createSchedules(ctx, d, j, actor); err != nil {
 		return nil, nil, err
 	}
 	got, err := e.Store.GetJob(ctx, j.Name)

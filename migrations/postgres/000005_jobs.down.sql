@@ -7,6 +7,7 @@ DROP FUNCTION readpast_step_retry_at();
 DROP FUNCTION readpast_step_ended();
 DROP FUNCTION readpast_enqueue_step(bigint, integer, text, text);
 DROP INDEX readpast_tasks_run;
+ALTER TABLE readpast_schedules DROP COLUMN job_name;
 ALTER TABLE readpast_tasks DROP COLUMN run_id, DROP COLUMN run_step, DROP COLUMN retry_interval_ms;
 DROP TABLE readpast_run_steps;
 DROP TABLE readpast_job_runs;

@@ -12,10 +12,12 @@
 -- steps is left for a node to do, so a node dying there can neither skip nor
 -- double a step.
 --
--- Lock order (the baseline's, extended): ... task rows -> run row. The
--- trigger takes the run's row after its task's; CancelRun locks the run's
--- current task before the run (internal/queue/postgres/jobs.go); StartRun
--- locks the job's row, and then only rows it creates.
+-- Lock order (the baseline's, extended): schedule row -> job row -> ...
+-- task rows -> run row. The trigger takes the run's row after its task's;
+-- CancelRun locks the run's current task before the run
+-- (internal/queue/postgres/jobs.go); StartRun (Run now, or a fire of a job's
+-- schedule after its schedule row) locks the job's row, and then only rows
+-- it creates; DeleteJob deletes the job's schedules before the job.
 
 CREATE TABLE readpast_jobs (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -87,6 +89,10 @@ CREATE TABLE readpast_run_steps (
     on_failure        integer NOT NULL,
     PRIMARY KEY (run_id, step_index)
 );
+
+-- A job's schedules are schedules that start a run of it (job_name) instead
+-- of enqueueing their task.
+ALTER TABLE readpast_schedules ADD COLUMN job_name text;
 
 -- A step task: its run and plan index. retry_interval_ms, when set, is the
 -- fixed back-off between its attempts (the step's retry interval).

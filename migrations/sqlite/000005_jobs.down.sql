@@ -1,4 +1,5 @@
 DROP INDEX readpast_tasks_run;
+ALTER TABLE readpast_schedules DROP COLUMN job_name;
 ALTER TABLE readpast_tasks DROP COLUMN retry_interval_ms;
 ALTER TABLE readpast_tasks DROP COLUMN run_step;
 ALTER TABLE readpast_tasks DROP COLUMN run_id;

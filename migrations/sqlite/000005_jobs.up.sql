@@ -79,6 +79,10 @@ CREATE TABLE readpast_run_steps (
     PRIMARY KEY (run_id, step_index)
 );
 
+-- A job's schedules are schedules that start a run of it (job_name) instead
+-- of enqueueing their task.
+ALTER TABLE readpast_schedules ADD COLUMN job_name TEXT;
+
 -- A step task: its run and plan index. retry_interval_ms, when set, is the
 -- fixed back-off between its attempts (the step's retry interval).
 ALTER TABLE readpast_tasks ADD COLUMN run_id INTEGER;

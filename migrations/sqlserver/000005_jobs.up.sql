@@ -82,9 +82,16 @@ CREATE TABLE dbo.readpast_run_steps (
     CONSTRAINT readpast_run_steps_pk PRIMARY KEY CLUSTERED (run_id, step_index)
 );
 
+-- A job's schedules are schedules that start a run of it (job_name) instead
+-- of enqueueing their task.
+ALTER TABLE dbo.readpast_schedules ADD job_name nvarchar(64) NULL;
+
 -- A step task: its run and plan index; retry_interval_ms, when set, the fixed
 -- back-off between its attempts.
-ALTER TABLE dbo.readpast_tasks ADD run_id bigint NULL, run_step int NULL, retry_interval_ms bigint NULL;
+-- One column a statement: Babelfish refuses several in one ADD.
+ALTER TABLE dbo.readpast_tasks ADD run_id bigint NULL;
+ALTER TABLE dbo.readpast_tasks ADD run_step int NULL;
+ALTER TABLE dbo.readpast_tasks ADD retry_interval_ms bigint NULL;
 -- A run's step executions in order (at most queue.MaxStepExecutions). Built
 -- by EXEC: the batch was compiled before the columns existed.
 EXEC (N'CREATE INDEX readpast_tasks_run ON dbo.readpast_tasks (run_id, id) WHERE run_id IS NOT NULL;');

@@ -199,8 +199,13 @@ func (s *Store) Jobs(ctx context.Context) ([]queue.Job, error) {
 // DeleteJob implements queue.Store.
 func (s *Store) DeleteJob(ctx context.Context, name, actor string) error {
 	var n int64
-	err := s.write(ctx, func(ctx context.Context, c conn) error {
-		return c.QueryRow(ctx, `WITH d AS (DELETE FROM readpast_jobs WHERE name = $1 RETURNING name),
+	// The job's schedules first: a fire locks its schedule's row before the
+	// job's (the lock order of migration 000005).
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM readpast_schedules WHERE job_name = $1`, name); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `WITH d AS (DELETE FROM readpast_jobs WHERE name = $1 RETURNING name),
 			a AS (INSERT INTO readpast_audit (actor, action, target, detail) SELECT $2, 'delete_job', 'job ' || d.name, '' FROM d)
 			SELECT count(*) FROM d`, name, actor).Scan(&n)
 	})
@@ -219,19 +224,41 @@ func (s *Store) DeleteJob(ctx context.Context, name, actor string) error {
 func (s *Store) StartRun(ctx context.Context, r queue.StartRun) (queue.RunStarted, error) {
 	var out queue.RunStarted
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		out, err = startRunTx(ctx, tx, r)
+		return err
+	})
+	var ve *queue.ValidationError
+	if errors.As(err, &ve) || errors.Is(err, queue.ErrNotFound) {
+		return queue.RunStarted{}, err
+	}
+	return out, wrap(err, "starting a run of job %s", r.Job)
+}
+
+// startRunTx starts a run in tx (StartRun, or a fire of the job's schedule
+// inside its own transaction).
+func startRunTx(ctx context.Context, tx pgx.Tx, r queue.StartRun) (queue.RunStarted, error) {
+	var out queue.RunStarted
+	err := func() error {
 		var (
 			jobID, lastRun int64
 			q              string
 			busy           bool
 			steps          int
 		)
-		err := tx.QueryRow(ctx, `SELECT j.id, j.queue, coalesce(j.last_run_id, 0),
-				(j.overlap = 'skip' OR $2) AND EXISTS (SELECT 1 FROM readpast_job_runs r WHERE r.id = j.last_run_id AND r.state = 'running'),
-				(SELECT count(*) FROM readpast_job_steps s WHERE s.job_id = j.id)
-			FROM readpast_jobs j WHERE j.name = $1 FOR UPDATE OF j`, r.Job, r.OnlyIfIdle).Scan(&jobID, &q, &lastRun, &busy, &steps)
+		err := tx.QueryRow(ctx, `SELECT id FROM readpast_jobs WHERE name = $1 FOR UPDATE`, r.Job).Scan(&jobID)
 		if isNoRows(err) {
 			return fmt.Errorf("job %s: %w", r.Job, queue.ErrNotFound)
 		}
+		if err != nil {
+			return err
+		}
+		// A statement of its own, so its snapshot, taken after the lock,
+		// sees the run of a start that held the lock before.
+		err = tx.QueryRow(ctx, `SELECT j.queue, coalesce(j.last_run_id, 0),
+					(j.overlap = 'skip' OR $2) AND EXISTS (SELECT 1 FROM readpast_job_runs r WHERE r.id = j.last_run_id AND r.state = 'running'),
+					(SELECT count(*) FROM readpast_job_steps s WHERE s.job_id = j.id)
+				FROM readpast_jobs j WHERE j.id = $1`, jobID, r.OnlyIfIdle).Scan(&q, &lastRun, &busy, &steps)
 		if err != nil {
 			return err
 		}
@@ -243,14 +270,14 @@ func (s *Store) StartRun(ctx context.Context, r queue.StartRun) (queue.RunStarte
 			return &queue.ValidationError{Field: "from_step", Reason: fmt.Sprintf("job %s has %d steps: there is no step %d", r.Job, steps, r.From+1)}
 		}
 		err = tx.QueryRow(ctx, `WITH run AS (
-				INSERT INTO readpast_job_runs (job_id, job_name, queue, trigger_kind, start_step, created_by, current_step, current_task_id)
-				VALUES ($1, $2, $3, $4, $5, $6, $5, 0) RETURNING id),
-			plan AS (
-				INSERT INTO readpast_run_steps (run_id, step_index, `+planColumns+`)
-				SELECT run.id, s.step_index, s.name, s.body, s.target, s.timeout_ms, s.transactional, s.max_attempts,
-				       s.retry_interval_ms, s.on_success, s.on_failure
-				  FROM readpast_job_steps s CROSS JOIN run WHERE s.job_id = $1)
-			SELECT id FROM run`, jobID, r.Job, q, r.Trigger, r.From, r.Actor).Scan(&out.RunID)
+					INSERT INTO readpast_job_runs (job_id, job_name, queue, trigger_kind, start_step, created_by, current_step, current_task_id)
+					VALUES ($1, $2, $3, $4, $5, $6, $5, 0) RETURNING id),
+				plan AS (
+					INSERT INTO readpast_run_steps (run_id, step_index, `+planColumns+`)
+					SELECT run.id, s.step_index, s.name, s.body, s.target, s.timeout_ms, s.transactional, s.max_attempts,
+					       s.retry_interval_ms, s.on_success, s.on_failure
+					  FROM readpast_job_steps s CROSS JOIN run WHERE s.job_id = $1)
+				SELECT id FROM run`, jobID, r.Job, q, r.Trigger, r.From, r.Actor).Scan(&out.RunID)
 		if err != nil {
 			return err
 		}
@@ -261,17 +288,13 @@ func (s *Store) StartRun(ctx context.Context, r queue.StartRun) (queue.RunStarte
 			return err
 		}
 		_, err = tx.Exec(ctx, `WITH u AS (UPDATE readpast_job_runs SET current_task_id = $2 WHERE id = $1)
-			UPDATE readpast_jobs SET last_run_id = $1 WHERE id = $3`, out.RunID, out.TaskID, jobID)
+				UPDATE readpast_jobs SET last_run_id = $1 WHERE id = $3`, out.RunID, out.TaskID, jobID)
 		if err != nil {
 			return err
 		}
 		return audit(ctx, tx, r.Actor, "run_job", "job "+r.Job, fmt.Sprintf("run %d from step %d (%s)", out.RunID, r.From+1, r.Trigger))
-	})
-	var ve *queue.ValidationError
-	if errors.As(err, &ve) || errors.Is(err, queue.ErrNotFound) {
-		return queue.RunStarted{}, err
-	}
-	return out, wrap(err, "starting a run of job %s", r.Job)
+	}()
+	return out, err
 }
 
 // GetRun implements queue.Store.

@@ -1,15 +1,18 @@
 package queuetest
 
 import (
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/jobs"
 	"readpast/internal/queue"
+	"readpast/internal/schedule"
 )
 
 // Jobs (docs/JOBS.md): a run follows its job's flow exactly once, one step
@@ -345,4 +348,114 @@ func (b bundle) claimPeek(t *testing.T, q string) string {
 	}
 	t.Fatalf("task %d is no step of a job's latest run", tasks[0].ID)
 	return ""
+}
+
+// jobScheduleTests: a job's schedules start runs of it, exactly once per fire
+// time however many schedulers race, under the job's overlap policy.
+var jobScheduleTests = map[string]func(*testing.T, Harness){
+	"a_fire_starts_one_run_however_many_schedulers_race": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		createJob(t, b, `{"name": "every", "queue": "jq", "overlap": "allow",
+			"steps": [{"name": "a", "body": "SELECT 1"}, {"name": "b", "body": "SELECT 2"}],
+			"schedules": [{"cron": "* * * * * *"}]}`)
+		s, err := b.s.GetSchedule(b.ctx, jobs.ScheduleName("every", 0))
+		require.NoError(t, err)
+		require.Equal(t, "every", s.Job)
+		const firers, rounds = 6, 3
+		for r := range rounds {
+			now := s.NextFireAt.Add(time.Duration(r) * time.Second)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			won := 0
+			for range firers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sc := schedule.New(b.s, slog.New(slog.DiscardHandler), schedule.Config{Clock: func() time.Time { return now }})
+					p, err := sc.FireDue(b.ctx)
+					if !assert.NoError(t, err) {
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					for _, f := range p.Fired {
+						if f.Won {
+							won++
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			require.Equal(t, 1, won, "round %d: one firer makes the fire", r)
+		}
+		runs, err := b.s.Runs(b.ctx, queue.RunQuery{Job: "every", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, runs, rounds, "one run per fire time")
+		for _, r := range runs {
+			require.Equal(t, queue.TriggerSchedule, r.Trigger)
+			require.Equal(t, queue.ScheduleCreatedBy(jobs.ScheduleName("every", 0)), r.CreatedBy)
+		}
+		first := getRun(t, b, runs[len(runs)-1].ID)
+		require.Len(t, first.Steps, 1)
+		task := b.get(t, first.Steps[0].TaskID)
+		require.Equal(t, jobs.ScheduleName("every", 0), task.Schedule, "the run's first step is the fire's task")
+	},
+	"overlap_skip_skips_a_fire_while_a_run_is_under_way": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		createJob(t, b, `{"name": "nightly", "queue": "jq", "steps": [{"name": "a", "body": "SELECT 1"}],
+			"schedules": [{"cron": "* * * * * *"}]}`)
+		s, err := b.s.GetSchedule(b.ctx, jobs.ScheduleName("nightly", 0))
+		require.NoError(t, err)
+		// A Run now is under way: the fire skips.
+		now, err := jobEditor(b).Run(b.ctx, "nightly", "", "alice")
+		require.NoError(t, err)
+		p := b.fireAt(t, s.NextFireAt)
+		require.Len(t, p.Fired, 1)
+		require.Equal(t, queue.FireSkippedOverlap, p.Fired[0].Outcome)
+		runStep(t, b, "jq")
+		require.Equal(t, queue.RunSucceeded, getRun(t, b, now.RunID).State)
+		p = b.fireAt(t, s.NextFireAt.Add(time.Second))
+		require.Len(t, p.Fired, 1)
+		require.Equal(t, queue.FireEnqueued, p.Fired[0].Outcome, "the run ended: the next fire starts one")
+		runs, err := b.s.Runs(b.ctx, queue.RunQuery{Job: "nightly", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, runs, 2)
+	},
+	"a_disabled_job_s_schedules_are_paused_and_go_with_the_job": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		j, _, err := jobEditor(b).CreateFromJSON(b.ctx, []byte(`{"name": "imported", "steps": [{"name": "a", "body": "SELECT 1"}],
+			"schedules": [{"cron": "0 1 * * *", "time_zone": "Europe/Paris"}, {"cron": "0 13 * * *"}]}`), false, "importer")
+		require.NoError(t, err)
+		require.False(t, j.Enabled)
+		for i := range 2 {
+			s, err := b.s.GetSchedule(b.ctx, jobs.ScheduleName("imported", i))
+			require.NoError(t, err)
+			require.True(t, s.Paused, "a disabled job does not fire")
+		}
+		s, err := b.s.GetSchedule(b.ctx, jobs.ScheduleName("imported", 0))
+		require.NoError(t, err)
+		require.Equal(t, "Europe/Paris", s.TimeZone)
+		// Enabling it resumes its schedules.
+		d, err := jobs.DefinitionOf(j)
+		require.NoError(t, err)
+		yes := true
+		d.Enabled = &yes
+		_, _, err = jobEditor(b).Replace(b.ctx, d, "bob")
+		require.NoError(t, err)
+		s, err = b.s.GetSchedule(b.ctx, jobs.ScheduleName("imported", 1))
+		require.NoError(t, err)
+		require.False(t, s.Paused)
+		require.False(t, s.NextFireAt.IsZero())
+		// A schedule name taken by another schedule refuses the job, whole.
+		b.createSchedule(t, queue.ScheduleDef{Name: "other:1", Cron: "@daily", Task: queue.ScheduleTask{Body: "SELECT 1"}})
+		_, _, err = jobEditor(b).CreateFromJSON(b.ctx, []byte(`{"name": "other", "steps": [{"name": "a", "body": "SELECT 1"}],
+			"schedules": [{"cron": "@daily"}]}`), true, "alice")
+		require.ErrorIs(t, err, queue.ErrExists)
+		_, err = b.s.GetJob(b.ctx, "other")
+		require.ErrorIs(t, err, queue.ErrNotFound, "no half-made job")
+		// Deleting the job deletes its schedules.
+		require.NoError(t, jobEditor(b).Delete(b.ctx, "imported", "bob"))
+		_, err = b.s.GetSchedule(b.ctx, jobs.ScheduleName("imported", 0))
+		require.ErrorIs(t, err, queue.ErrNotFound)
+	},
 }

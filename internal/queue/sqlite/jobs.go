@@ -176,6 +176,9 @@ func (s *Store) DeleteJob(ctx context.Context, name, actor string) error {
 		} else if n == 0 {
 			return fmt.Errorf("job %s: %w", name, queue.ErrNotFound)
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM readpast_schedules WHERE job_name = ?`, name); err != nil {
+			return err
+		}
 		return s.audit(tx, now, actor, "delete_job", "job "+name, "")
 	})
 }

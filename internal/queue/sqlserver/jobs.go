@@ -183,19 +183,32 @@ func startRunArgs(r queue.StartRun) []any {
 
 // StartRun implements queue.Store.
 func (s *Store) StartRun(ctx context.Context, r queue.StartRun) (queue.RunStarted, error) {
+	var out queue.RunStarted
+	err := retryConflicts(ctx, func() error {
+		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+			var err error
+			out, err = startRunOn(ctx, c, r)
+			return err
+		})
+	})
+	var ve *queue.ValidationError
+	if errors.As(err, &ve) || errors.Is(err, queue.ErrNotFound) {
+		return queue.RunStarted{}, err
+	}
+	return out, wrap("starting a run of job "+r.Job, err)
+}
+
+// startRunOn runs startRunBatch on c (alone, or inside a fire's transaction).
+func startRunOn(ctx context.Context, c *sql.Conn, r queue.StartRun) (queue.RunStarted, error) {
 	var (
 		jobID, lastRun, runID, taskID sql.NullInt64
 		busy                          bool
 		steps                         sql.NullInt32
 	)
-	err := retryConflicts(ctx, func() error {
-		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-			return c.QueryRowContext(ctx, startRunBatch.text, startRunArgs(r)...).Scan(&jobID, &busy, &lastRun, &steps, &runID, &taskID)
-		})
-	})
+	err := c.QueryRowContext(ctx, startRunBatch.text, startRunArgs(r)...).Scan(&jobID, &busy, &lastRun, &steps, &runID, &taskID)
 	switch {
 	case err != nil:
-		return queue.RunStarted{}, wrap("starting a run of job "+r.Job, err)
+		return queue.RunStarted{}, err
 	case !jobID.Valid:
 		return queue.RunStarted{}, fmt.Errorf("sqlserver: job %s: %w", r.Job, queue.ErrNotFound)
 	case busy:

@@ -125,6 +125,8 @@ var deleteJobBatch = query{
 SET XACT_ABORT ON;
 DECLARE @n int;
 BEGIN TRAN;
+-- The job's schedules first: a fire locks its schedule's row before the job's.
+DELETE FROM dbo.readpast_schedules WHERE job_name = @name;
 DELETE FROM dbo.readpast_jobs WHERE name = @name;
 SET @n = @@ROWCOUNT;
 IF @n > 0
@@ -165,12 +167,18 @@ END;
 
 BEGIN TRAN;
 
-SELECT @job_id = j.id, @queue = j.queue, @last_run = j.last_run_id,
+SELECT @job_id = j.id
+FROM dbo.readpast_jobs AS j WITH (UPDLOCK, ROWLOCK)
+WHERE j.name = @job;
+
+-- A statement of its own after the lock: under READ_COMMITTED_SNAPSHOT its
+-- snapshot then holds the run of a start that held the lock before.
+SELECT @queue = j.queue, @last_run = j.last_run_id,
        @busy = CASE WHEN (j.overlap = 'skip' OR @only_if_idle = 1)
                      AND EXISTS (SELECT 1 FROM dbo.readpast_job_runs AS r WHERE r.id = j.last_run_id AND r.state = 'running')
                     THEN 1 ELSE 0 END
-FROM dbo.readpast_jobs AS j WITH (UPDLOCK, ROWLOCK)
-WHERE j.name = @job;
+FROM dbo.readpast_jobs AS j
+WHERE j.id = @job_id;
 
 SELECT @steps = COUNT(*) FROM dbo.readpast_job_steps WHERE job_id = @job_id;
 
