@@ -1,6 +1,7 @@
 package queuetest
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -124,17 +125,30 @@ var jobTests = map[string]func(*testing.T, Harness){
 			{"name": "b", "body": "SELECT 2", "on_success": "step:a"}]}`)
 		started, err := jobEditor(b).Run(b.ctx, "loop", "", "alice")
 		require.NoError(t, err)
-		for i := range queue.MaxStepExecutions {
-			got := b.claim(t, "jq", 10)
-			require.Len(t, got, 1, "execution %d", i+1)
-			b.finish(t, got[0], queue.OutcomeSucceeded, "")
+		loop := func(n int) {
+			for i := range n {
+				got := b.claim(t, "jq", 10)
+				require.Len(t, got, 1, "execution %d", i+1)
+				b.finish(t, got[0], queue.OutcomeSucceeded, "")
+			}
 		}
-		require.Empty(t, b.claim(t, "jq", 10), "nothing runs after the bound")
+		loop(10)
 		r := getRun(t, b, started.RunID)
+		require.Equal(t, queue.RunRunning, r.State)
+		require.Equal(t, 11, r.StepsRun, "ten ended, the eleventh enqueued")
+		// A loop that has run long: 1,000 claims and finishes take minutes
+		// over a slow link, so the count is set forward as if the run had
+		// looped 990 times; the ends that follow read it as they read any.
+		b.env.Exec(t, fmt.Sprintf("UPDATE readpast_job_runs SET steps_run = %d WHERE id = %d", queue.MaxStepExecutions-9, started.RunID))
+		loop(10)
+		require.Empty(t, b.claim(t, "jq", 10), "nothing runs after the bound")
+		r = getRun(t, b, started.RunID)
 		require.Equal(t, queue.RunFailed, r.State)
 		require.Equal(t, queue.StepBoundReason, r.Reason)
 		require.Equal(t, queue.MaxStepExecutions, r.StepsRun)
-		require.Len(t, r.Steps, queue.MaxStepExecutions)
+		require.Len(t, r.Steps, 20)
+		require.Equal(t, []string{"a=succeeded", "b=succeeded"}, stepNames(r)[:2], "a, then b, then a again")
+		require.Equal(t, "a", r.Steps[2].Step)
 	},
 	"a_step_retries_after_its_retry_interval": func(t *testing.T, h Harness) {
 		b := setup(t, h)
