@@ -5,8 +5,14 @@
 -- change of the job never changes a run under way. Each step execution is a
 -- task carrying run_id and run_step; the batch that ends a step task (finish,
 -- reclaim, cancel) follows the run's plan in its own transaction
--- (internal/queue/sqlserver/sql_jobs.go, stepFollow). No trigger: a table
--- with an enabled trigger refuses the claim's OUTPUT without INTO.
+-- (internal/queue/sqlserver/sql_jobs_step.go, stepFollow). No trigger: a
+-- table with an enabled trigger refuses the claim's OUTPUT without INTO.
+--
+-- Index builds: the jobs' tables are new and empty. readpast_tasks_run is
+-- built on the populated task table: online where the edition allows it
+-- (docs/SQLSERVER.md, "Index builds in migrations"). An offline build blocks
+-- every claim and finish on the table (an S lock for the whole build) on
+-- Standard and Express: run the migration in a quiet window there.
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 
@@ -94,6 +100,8 @@ ALTER TABLE dbo.readpast_tasks ADD run_step int NULL;
 ALTER TABLE dbo.readpast_tasks ADD retry_interval_ms bigint NULL;
 -- A run's step executions in order (at most queue.MaxStepExecutions). Built
 -- by EXEC: the batch was compiled before the columns existed.
-EXEC (N'CREATE INDEX readpast_tasks_run ON dbo.readpast_tasks (run_id, id) WHERE run_id IS NOT NULL;');
+DECLARE @online nvarchar(20) = CASE WHEN CAST(SERVERPROPERTY('EngineEdition') AS int) IN (3, 5, 8)
+                                    THEN N'ONLINE = ON' ELSE N'ONLINE = OFF' END;
+EXEC (N'CREATE INDEX readpast_tasks_run ON dbo.readpast_tasks (run_id, id) WHERE run_id IS NOT NULL WITH (' + @online + N');');
 
 COMMIT TRANSACTION;
