@@ -20,12 +20,12 @@ type JobRow struct {
 
 // RunRow is one run: its outcome, trigger, start, duration and per-step strip.
 type RunRow struct {
-	ID                                  int64
-	URL, State, Trigger, Started, Took  string
-	Reason                              string
-	Strip                               []StripCell
-	More                                int // step executions beyond the strip
-	Cancel                              *Action
+	ID                                 int64
+	URL, State, Trigger, Started, Took string
+	Reason                             string
+	Strip                              []StripCell
+	More                               int // step executions beyond the strip
+	Cancel                             *Action
 }
 
 // StripCell is one step execution in a run's strip.
@@ -51,7 +51,7 @@ type JobView struct {
 
 // JobStepRow is one step in the steps table.
 type JobStepRow struct {
-	Index                                             int
+	Index                                            int
 	Name, Body, OnSuccess, OnFailure, Retry, Timeout string
 }
 

@@ -344,4 +344,3 @@ func readJobForm(c echo.Context) (templates.JobForm, jobs.Definition, map[string
 	}
 	return f, d, errs
 }
-
