@@ -214,21 +214,16 @@ func RunCancelledReason(actor string) string { return "cancelled by " + actor }
 // StepTask is the task that runs plan step s of a run on queue q.
 func StepTask(q string, s PlanStep, createdBy string) NewTask {
 	p := DefaultPriority
-	return NewTask{Queue: q, Body: s.Body, Priority: &p, MaxAttempts: s.MaxAttempts, Timeout: s.Timeout,
+	t := NewTask{Queue: q, Body: s.Body, Priority: &p, MaxAttempts: s.MaxAttempts, Timeout: s.Timeout,
 		Transactional: s.Transactional, CreatedBy: createdBy}
+	if s.RetryInterval > 0 {
+		t.Retry = &RetryPolicy{Interval: s.RetryInterval} // Agent's retry interval: fixed
+	}
+	return t
 }
 
 // StepCreatedBy is the created_by of a run's step tasks.
 func StepCreatedBy(job string) string { return "job:" + job }
-
-// RetryIn is the back-off before an attempt of a task whose fixed retry
-// interval is interval (0: none, the exponential back-off backoff stands).
-func RetryIn(backoff, interval time.Duration) time.Duration {
-	if interval > 0 {
-		return interval
-	}
-	return backoff
-}
 
 // DescribeJob renders a job's definition for the audit log (bodies by size).
 func DescribeJob(j NewJob) string {

@@ -42,6 +42,9 @@ type NewTask struct {
 	// UniqueKey, when set, makes the enqueue a no-op while an unfinished task
 	// of the same queue has the same key (Enqueued.Duplicate).
 	UniqueKey string
+	// Retry, when set, is the task's wait before a retry (RetryPolicy); nil:
+	// its queue's, else Backoff.
+	Retry *RetryPolicy
 }
 
 var queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
@@ -145,6 +148,13 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	}
 	if err := CheckName("unique_key", t.UniqueKey); err != nil {
 		return NewTask{}, err
+	}
+	if t.Retry != nil {
+		if err := CheckRetryPolicy("retry", *t.Retry); err != nil {
+			return NewTask{}, err
+		}
+		p := RetryPolicy{Interval: t.Retry.Interval.Round(time.Millisecond), Cap: t.Retry.Cap.Round(time.Millisecond)}
+		t.Retry = &p
 	}
 	return t, nil
 }

@@ -119,7 +119,11 @@ type QueueUpdate struct {
 	MaxRunning      *int
 	ClearMaxRunning bool // remove the cluster-wide limit
 	Paused          *bool
-	Actor           string
+	// Retry sets the queue's wait before a retry of its tasks (RetryPolicy);
+	// ClearRetry goes back to Backoff.
+	Retry      *RetryPolicy
+	ClearRetry bool
+	Actor      string
 }
 
 // Describe renders the change for the audit log, e.g. "workers=4 paused=true".
@@ -136,6 +140,12 @@ func (u QueueUpdate) Describe() string {
 	}
 	if u.Paused != nil {
 		parts = append(parts, fmt.Sprintf("paused=%t", *u.Paused))
+	}
+	if u.Retry != nil {
+		parts = append(parts, fmt.Sprintf("retry=%q", u.Retry.Describe()))
+	}
+	if u.ClearRetry {
+		parts = append(parts, "retry=backoff")
 	}
 	return strings.Join(parts, " ")
 }

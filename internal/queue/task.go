@@ -110,6 +110,7 @@ type Queue struct {
 	Workers    *int // per node; nil: the node's default
 	MaxRunning *int // cluster-wide; nil: no limit
 	Paused     bool
+	Retry      *RetryPolicy // nil: Backoff
 	UpdatedAt  time.Time
 	UpdatedBy  string
 	Counts     map[State]int64

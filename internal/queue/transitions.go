@@ -135,6 +135,14 @@ func CheckQueueUpdate(name string, u QueueUpdate) error {
 	if u.MaxRunning != nil && u.ClearMaxRunning {
 		return &ValidationError{Field: "max_running", Reason: "is both set and cleared"}
 	}
+	if u.Retry != nil {
+		if u.ClearRetry {
+			return &ValidationError{Field: "retry", Reason: "is both set and cleared"}
+		}
+		if err := CheckRetryPolicy("retry", *u.Retry); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -1,14 +1,15 @@
 -- Back to migration 000003 (000004 is another change's): the jobs' tables,
 -- triggers and functions gone, and readpast_pin_functions' list as 000003
 -- left it.
-DROP TRIGGER readpast_step_retry_at ON readpast_tasks;
+DROP TRIGGER readpast_retry_at ON readpast_tasks;
 DROP TRIGGER readpast_step_ended ON readpast_tasks;
-DROP FUNCTION readpast_step_retry_at();
+DROP FUNCTION readpast_retry_at();
 DROP FUNCTION readpast_step_ended();
 DROP FUNCTION readpast_enqueue_step(bigint, integer, text, text);
 DROP INDEX readpast_tasks_run;
 ALTER TABLE readpast_schedules DROP COLUMN job_name;
-ALTER TABLE readpast_tasks DROP COLUMN run_id, DROP COLUMN run_step, DROP COLUMN retry_interval_ms;
+ALTER TABLE readpast_tasks DROP COLUMN run_id, DROP COLUMN run_step, DROP COLUMN retry_interval_ms, DROP COLUMN retry_cap_ms;
+ALTER TABLE readpast_queues DROP COLUMN retry_interval_ms, DROP COLUMN retry_cap_ms;
 DROP TABLE readpast_run_steps;
 DROP TABLE readpast_job_runs;
 DROP TABLE readpast_job_steps;

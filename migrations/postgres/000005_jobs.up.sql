@@ -94,9 +94,13 @@ CREATE TABLE readpast_run_steps (
 -- of enqueueing their task.
 ALTER TABLE readpast_schedules ADD COLUMN job_name text;
 
--- A step task: its run and plan index. retry_interval_ms, when set, is the
--- fixed back-off between its attempts (the step's retry interval).
-ALTER TABLE readpast_tasks ADD COLUMN run_id bigint, ADD COLUMN run_step integer, ADD COLUMN retry_interval_ms bigint;
+-- A step task: its run and plan index. A task's and a queue's wait before a
+-- retry (queue.RetryPolicy): a fixed interval (cap NULL), or exponential from
+-- the interval up to the cap; NULL: the queue's, else the default back-off. A
+-- job step's retry interval is a fixed one.
+ALTER TABLE readpast_tasks ADD COLUMN run_id bigint, ADD COLUMN run_step integer, ADD COLUMN retry_interval_ms bigint,
+    ADD COLUMN retry_cap_ms bigint;
+ALTER TABLE readpast_queues ADD COLUMN retry_interval_ms bigint, ADD COLUMN retry_cap_ms bigint;
 -- A run's step executions in order (at most queue.MaxStepExecutions).
 CREATE INDEX readpast_tasks_run ON readpast_tasks (run_id, id) WHERE run_id IS NOT NULL;
 
@@ -176,22 +180,38 @@ CREATE TRIGGER readpast_step_ended AFTER UPDATE OF state ON readpast_tasks
           AND OLD.state IN ('pending', 'running'))
     EXECUTE FUNCTION readpast_step_ended();
 
--- A step's retry interval: the end of an attempt with attempts left put it
--- back with the exponential back-off (readpast_end_plain); a step with an
--- interval of its own waits that instead. A release (delayed false) is ready
--- at once, as any task's.
-CREATE FUNCTION readpast_step_retry_at() RETURNS trigger
+-- A retry's wait (queue.RetryWait): the end of an attempt with attempts left
+-- put the task back with the default back-off (readpast_end_plain); a task
+-- with a policy of its own, or on a queue with one, waits that instead
+-- (queue.RetryPolicy.Wait: fixed, or doubling from the interval up to the
+-- cap). A release (delayed false) is ready at once, as any task's. It reads
+-- the queue's row by key, without a lock, only on a retry.
+CREATE FUNCTION readpast_retry_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    v_interval bigint := NEW.retry_interval_ms;
+    v_cap bigint := NEW.retry_cap_ms;
+    v_wait numeric;
 BEGIN
-    NEW.available_at := now() + NEW.retry_interval_ms * interval '1 millisecond';
+    IF v_interval IS NULL THEN
+        SELECT q.retry_interval_ms, q.retry_cap_ms INTO v_interval, v_cap FROM readpast_queues q WHERE q.name = NEW.queue;
+        IF v_interval IS NULL THEN
+            RETURN NEW;
+        END IF;
+    END IF;
+    v_wait := v_interval;
+    IF v_cap IS NOT NULL THEN
+        v_wait := least(v_cap, v_interval * power(2::numeric, least(greatest(NEW.attempts - NEW.retry_base, 1), 40) - 1));
+    END IF;
+    NEW.available_at := now() + v_wait * interval '1 millisecond';
     RETURN NEW;
 END
 $$;
 
-CREATE TRIGGER readpast_step_retry_at BEFORE UPDATE OF state ON readpast_tasks
+CREATE TRIGGER readpast_retry_at BEFORE UPDATE OF state ON readpast_tasks
     FOR EACH ROW
-    WHEN (NEW.retry_interval_ms IS NOT NULL AND OLD.state = 'running' AND NEW.state = 'pending' AND NEW.delayed)
-    EXECUTE FUNCTION readpast_step_retry_at();
+    WHEN (OLD.state = 'running' AND NEW.state = 'pending' AND NEW.delayed)
+    EXECUTE FUNCTION readpast_retry_at();
 
 -- readpast_pin_functions as in migration 000003, with the functions above.
 CREATE OR REPLACE FUNCTION readpast_pin_functions() RETURNS void
@@ -204,7 +224,7 @@ BEGIN
                 AND p.proname IN ('readpast_claim', 'readpast_enqueue', 'readpast_end_attempts',
                                   'readpast_cancel', 'readpast_retry', 'readpast_mark_committed',
                                   'readpast_release_uncounted', 'readpast_enqueue_step',
-                                  'readpast_step_ended', 'readpast_step_retry_at') LOOP
+                                  'readpast_step_ended', 'readpast_retry_at') LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
     END LOOP;
 END

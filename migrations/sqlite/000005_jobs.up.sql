@@ -83,10 +83,16 @@ CREATE TABLE readpast_run_steps (
 -- of enqueueing their task.
 ALTER TABLE readpast_schedules ADD COLUMN job_name TEXT;
 
--- A step task: its run and plan index. retry_interval_ms, when set, is the
--- fixed back-off between its attempts (the step's retry interval).
+-- A step task: its run and plan index.
 ALTER TABLE readpast_tasks ADD COLUMN run_id INTEGER;
 ALTER TABLE readpast_tasks ADD COLUMN run_step INTEGER;
+-- A task's and a queue's wait before a retry (queue.RetryPolicy): a fixed
+-- interval (cap NULL), or exponential from the interval up to the cap; NULL:
+-- the queue's, else the default back-off. A job step's retry interval is a
+-- fixed one.
 ALTER TABLE readpast_tasks ADD COLUMN retry_interval_ms INTEGER;
+ALTER TABLE readpast_tasks ADD COLUMN retry_cap_ms INTEGER;
+ALTER TABLE readpast_queues ADD COLUMN retry_interval_ms INTEGER;
+ALTER TABLE readpast_queues ADD COLUMN retry_cap_ms INTEGER;
 -- A run's step executions in order (at most MaxStepExecutions).
 CREATE INDEX readpast_tasks_run ON readpast_tasks (run_id, id) WHERE run_id IS NOT NULL;

@@ -98,6 +98,12 @@ ALTER TABLE dbo.readpast_schedules ADD job_name nvarchar(64) NULL;
 ALTER TABLE dbo.readpast_tasks ADD run_id bigint NULL;
 ALTER TABLE dbo.readpast_tasks ADD run_step int NULL;
 ALTER TABLE dbo.readpast_tasks ADD retry_interval_ms bigint NULL;
+-- A task's and a queue's wait before a retry (queue.RetryPolicy): a fixed
+-- interval (cap NULL), or exponential from the interval up to the cap; NULL:
+-- the queue's, else the default back-off.
+ALTER TABLE dbo.readpast_tasks ADD retry_cap_ms bigint NULL;
+ALTER TABLE dbo.readpast_queues ADD retry_interval_ms bigint NULL;
+ALTER TABLE dbo.readpast_queues ADD retry_cap_ms bigint NULL;
 -- A run's step executions in order (at most queue.MaxStepExecutions). Built
 -- by EXEC: the batch was compiled before the columns existed.
 DECLARE @online nvarchar(20) = CASE WHEN CAST(SERVERPROPERTY('EngineEdition') AS int) IN (3, 5, 8)

@@ -64,6 +64,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"manage", manageTests},
 		{"jobs", jobTests},
 		{"job_schedules", jobScheduleTests},
+		{"retry_policy", retryPolicyTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

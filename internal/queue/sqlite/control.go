@@ -166,11 +166,15 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 		if u.Paused != nil {
 			paused = sql.NullInt64{Int64: int64(boolInt(*u.Paused)), Valid: true}
 		}
+		interval, capMS := queue.RetryMillis(u.Retry)
 		_, err := tx.Exec(`UPDATE readpast_queues SET
 			workers = COALESCE(?, workers),
 			max_running = CASE WHEN ? THEN NULL ELSE COALESCE(?, max_running) END,
-			paused = COALESCE(?, paused), updated_at = ?, updated_by = ?
-			WHERE name = ?`, intOrNull(u.Workers), u.ClearMaxRunning, intOrNull(u.MaxRunning), paused, now, u.Actor, name)
+			paused = COALESCE(?, paused), updated_at = ?, updated_by = ?,
+			retry_interval_ms = CASE WHEN ? THEN NULL WHEN ? THEN ? ELSE retry_interval_ms END,
+			retry_cap_ms = CASE WHEN ? THEN NULL WHEN ? THEN ? ELSE retry_cap_ms END
+			WHERE name = ?`, intOrNull(u.Workers), u.ClearMaxRunning, intOrNull(u.MaxRunning), paused, now, u.Actor,
+			u.ClearRetry, u.Retry != nil, interval, u.ClearRetry, u.Retry != nil, capMS, name)
 		if err != nil {
 			return err
 		}

@@ -63,8 +63,7 @@ func enqueueStep(tx *sql.Tx, now int64, runID int64, i int, q string, s queue.Pl
 		return 0, fmt.Errorf("enqueueing step %s of run %d: %w", s.Name, runID, err)
 	}
 	id := res[0].ID
-	_, err = tx.Exec(`UPDATE readpast_tasks SET run_id = ?, run_step = ?, retry_interval_ms = ? WHERE id = ?`,
-		runID, i, sql.NullInt64{Int64: s.RetryInterval.Milliseconds(), Valid: s.RetryInterval > 0}, id)
+	_, err = tx.Exec(`UPDATE readpast_tasks SET run_id = ?, run_step = ? WHERE id = ?`, runID, i, id)
 	if err != nil {
 		return 0, fmt.Errorf("marking task %d as step %s of run %d: %w", id, s.Name, runID, err)
 	}

@@ -107,6 +107,7 @@ func updateQueueArgs(name string, u queue.QueueUpdate) []any {
 	if u.Paused != nil {
 		paused = *u.Paused
 	}
+	interval, capMS := queue.RetryMillis(u.Retry)
 	return []any{
 		sql.Named("name", name),
 		sql.Named("actor", u.Actor),
@@ -118,7 +119,19 @@ func updateQueueArgs(name string, u queue.QueueUpdate) []any {
 		sql.Named("set_paused", bit(u.Paused != nil)),
 		sql.Named("paused", bit(paused)),
 		sql.Named("detail", maxText(u.Describe())),
+		// A set policy and a cleared one both write both columns (NULLs to clear).
+		sql.Named("set_retry", bit(u.Retry != nil || u.ClearRetry)),
+		sql.Named("retry_interval_ms", nullMillis(interval)),
+		sql.Named("retry_cap_ms", nullMillis(capMS)),
 	}
+}
+
+// nullMillis is a bigint parameter, NULL for nil.
+func nullMillis(v *int64) any {
+	if v == nil {
+		return sql.NullInt64{}
+	}
+	return *v
 }
 
 // SetGroupLimit sets how many tasks of a group may run at once, creating the

@@ -33,6 +33,8 @@ type jsonTask struct {
 	ContinueOnFailure int     `json:"continue_on_failure"`
 	CreatedBy         string  `json:"created_by"`
 	UniqueKey         string  `json:"unique_key,omitempty"`
+	RetryIntervalMS   *int64  `json:"retry_interval_ms,omitempty"`
+	RetryCapMS        *int64  `json:"retry_cap_ms,omitempty"`
 }
 
 // Enqueue writes every task in one round trip (see enqueueBatch) and says,
@@ -95,6 +97,7 @@ func enqueueArgs(tasks []queue.NewTask) ([]any, error) {
 			CreatedBy:     t.CreatedBy,
 			UniqueKey:     t.UniqueKey,
 		}
+		j.RetryIntervalMS, j.RetryCapMS = queue.RetryMillis(t.Retry)
 		if t.ContinueOnFailure {
 			j.ContinueOnFailure = 1
 		}

@@ -288,6 +288,8 @@ SET workers     = CASE WHEN @set_workers = 1 THEN @workers ELSE workers END,
                        WHEN @set_max_running = 1 THEN @max_running
                        ELSE max_running END,
     paused      = CASE WHEN @set_paused = 1 THEN @paused ELSE paused END,
+    retry_interval_ms = CASE WHEN @set_retry = 1 THEN @retry_interval_ms ELSE retry_interval_ms END,
+    retry_cap_ms      = CASE WHEN @set_retry = 1 THEN @retry_cap_ms ELSE retry_cap_ms END,
     updated_at  = SYSUTCDATETIME(),
     updated_by  = @actor
 WHERE name = @name;
@@ -300,6 +302,7 @@ COMMIT TRAN;
 	params: []string{
 		"name", "actor", "set_workers", "workers", "clear_max_running",
 		"set_max_running", "max_running", "set_paused", "paused", "detail",
+		"set_retry", "retry_interval_ms", "retry_cap_ms",
 	},
 }
 

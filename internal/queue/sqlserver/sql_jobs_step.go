@@ -20,6 +20,7 @@ const stepDeclarations = `
 DECLARE @run_id bigint;
 DECLARE @run_step int;
 DECLARE @retry_interval_ms bigint;
+DECLARE @retry_cap_ms bigint;
 DECLARE @run_queue nvarchar(64);
 DECLARE @run_job nvarchar(64);
 DECLARE @steps_run int;

@@ -24,11 +24,12 @@ type Queue struct {
 	UpdatedAt  *time.Time       `json:"updated_at"` // null: never set
 	UpdatedBy  *string          `json:"updated_by"`
 	Counts     map[string]int64 `json:"counts"` // every state, zeros included
+	Retry      *RetryJSON       `json:"retry"`  // the wait before a retry of its tasks; null: the default back-off
 }
 
 func toQueue(q queue.Queue) Queue {
 	o := Queue{Name: q.Name, Workers: q.Workers, MaxRunning: q.MaxRunning, Paused: q.Paused,
-		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}}
+		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}, Retry: toRetry(q.Retry)}
 	for _, st := range queue.States {
 		o.Counts[string(st)] = q.Counts[st]
 	}
@@ -81,9 +82,10 @@ func (o optional[T]) ptr() *T {
 
 // queuePatch is PATCH /api/queues/{name}; absent fields stay as they are.
 type queuePatch struct {
-	Workers    optional[int]  `json:"workers"`
-	MaxRunning optional[int]  `json:"max_running"` // null clears the limit
-	Paused     optional[bool] `json:"paused"`
+	Workers    optional[int]       `json:"workers"`
+	MaxRunning optional[int]       `json:"max_running"` // null clears the limit
+	Paused     optional[bool]      `json:"paused"`
+	Retry      optional[RetryJSON] `json:"retry"` // null: back to the default back-off
 }
 
 // updateQueue is PATCH /api/queues/{name}: every node applies it within a second.
@@ -94,8 +96,8 @@ func (h *Handler) updateQueue(c echo.Context) error {
 	}
 	var u queue.QueueUpdate
 	switch {
-	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set:
-		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running or paused"}
+	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set && !in.Retry.Set:
+		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running, paused or retry"}
 	case in.Workers.Null:
 		return &queue.ValidationError{Field: "workers", Reason: "cannot be null: give 0 to 1000 workers per node"}
 	case in.Paused.Null:
@@ -111,6 +113,12 @@ func (h *Handler) updateQueue(c echo.Context) error {
 	}
 	if in.Paused.Set {
 		u.Paused = &in.Paused.V
+	}
+	if in.Retry.Null {
+		u.ClearRetry = true
+	} else if in.Retry.Set {
+		p := in.Retry.V.policy()
+		u.Retry = &p
 	}
 	q, err := h.d.Ops.UpdateQueue(c.Request().Context(), auth.Actor(c), request.PathParam(c, "name"), u)
 	if err != nil {

@@ -17,19 +17,20 @@ const (
 
 // taskIn is one task to enqueue, as the API takes it.
 type taskIn struct {
-	Body              string   `json:"body"`
-	Queue             *string  `json:"queue"`
-	Priority          *int     `json:"priority"`
-	DelaySeconds      *float64 `json:"delay_seconds"`
-	AvailableAt       *string  `json:"available_at"`
-	Group             *string  `json:"group"`
-	Chain             *string  `json:"chain"`
-	Stage             *int     `json:"stage"`
-	MaxAttempts       *int     `json:"max_attempts"` // nil: the default; 0 is refused
-	TimeoutSeconds    *float64 `json:"timeout_seconds"`
-	Transactional     bool     `json:"transactional"`
-	ContinueOnFailure bool     `json:"continue_on_failure"`
-	UniqueKey         *string  `json:"unique_key"`
+	Body              string     `json:"body"`
+	Queue             *string    `json:"queue"`
+	Priority          *int       `json:"priority"`
+	DelaySeconds      *float64   `json:"delay_seconds"`
+	AvailableAt       *string    `json:"available_at"`
+	Group             *string    `json:"group"`
+	Chain             *string    `json:"chain"`
+	Stage             *int       `json:"stage"`
+	MaxAttempts       *int       `json:"max_attempts"` // nil: the default; 0 is refused
+	TimeoutSeconds    *float64   `json:"timeout_seconds"`
+	Transactional     bool       `json:"transactional"`
+	ContinueOnFailure bool       `json:"continue_on_failure"`
+	UniqueKey         *string    `json:"unique_key"`
+	Retry             *RetryJSON `json:"retry"` // nil: the queue's policy, else the default back-off
 }
 
 // newTask converts and validates the input; prefix goes before field names in
@@ -84,6 +85,10 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 	var err error
 	if t.Timeout, err = timeoutOf(prefix, in.TimeoutSeconds); err != nil {
 		return queue.NewTask{}, err
+	}
+	if in.Retry != nil {
+		p := in.Retry.policy()
+		t.Retry = &p
 	}
 	n, err := t.Normalize(maxBody)
 	return n, prefixed(prefix, err)
@@ -206,4 +211,31 @@ func toTaskDetail(t *queue.Task, recs []queue.AttemptRecord) TaskDetail {
 		d.Log[i] = logs.FromRecord(r)
 	}
 	return d
+}
+
+// RetryJSON is a retry policy in the API (queue.RetryPolicy): a fixed wait of
+// interval_seconds, or with cap_seconds a wait doubling from it up to the cap.
+type RetryJSON struct {
+	IntervalSeconds float64  `json:"interval_seconds"`
+	CapSeconds      *float64 `json:"cap_seconds"`
+}
+
+func (r RetryJSON) policy() queue.RetryPolicy {
+	p := queue.RetryPolicy{Interval: time.Duration(r.IntervalSeconds * float64(time.Second))}
+	if r.CapSeconds != nil {
+		p.Cap = time.Duration(*r.CapSeconds * float64(time.Second))
+	}
+	return p
+}
+
+func toRetry(p *queue.RetryPolicy) *RetryJSON {
+	if p == nil {
+		return nil
+	}
+	r := &RetryJSON{IntervalSeconds: p.Interval.Seconds()}
+	if p.Cap > 0 {
+		c := p.Cap.Seconds()
+		r.CapSeconds = &c
+	}
+	return r
 }
