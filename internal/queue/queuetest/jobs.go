@@ -312,6 +312,25 @@ var jobTests = map[string]func(*testing.T, Harness){
 		_, err = b.s.GetRun(b.ctx, ids[0])
 		require.ErrorIs(t, err, queue.ErrNotFound)
 	},
+	"a_transactional_step_commits_with_its_end_and_the_next_step": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.env.Exec(t, "CREATE TABLE fx (tag varchar(40))")
+		createJob(t, b, `{"name": "tx", "queue": "jq", "steps": [
+			{"name": "load", "body": "INSERT INTO fx VALUES ('load')", "transactional": true},
+			{"name": "report", "body": "SELECT 1"}]}`)
+		started, err := jobEditor(b).Run(b.ctx, "tx", "", "alice")
+		require.NoError(t, err)
+		got := b.claim(t, "jq", 10)
+		require.Len(t, got, 1)
+		res, err := b.runTransactional(t, b.ctx, got[0], got[0].Body)
+		require.NoError(t, err)
+		require.True(t, res.Committed, "%v", res.BodyErr)
+		require.EqualValues(t, 1, effects(t, b, "load"))
+		runStep(t, b, "jq")
+		r := getRun(t, b, started.RunID)
+		require.Equal(t, queue.RunSucceeded, r.State, r.Reason)
+		require.Equal(t, []string{"load=succeeded", "report=succeeded"}, stepNames(r))
+	},
 	"job_changes_are_audited": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		createJob(t, b, threeSteps)
