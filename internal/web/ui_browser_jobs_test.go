@@ -82,6 +82,14 @@ func TestBrowserJobWithFailureBranch(t *testing.T) {
 	require.Equal(t, 1, n, "the chart marks the failed run")
 	shoot(t, tab, dir, "job-run-failed")
 
+	// The run's own page: its steps in order, with their tasks.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/runs/1")))
+	require.Equal(t, "failed", textOf(tab, "#run-state .badge"))
+	require.Equal(t, []string{"check", "notify"}, textsOf(tab, "#run-steps td.name"))
+	require.Equal(t, []string{"failed", "succeeded"}, textsOf(tab, "#run-steps td.outcome"))
+	require.Contains(t, textOf(tab, "#run-steps .err-line"), "no_such_table_here")
+	shoot(t, tab, dir, "run-page")
+
 	// The jobs page shows its last run.
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/jobs")))
 	require.Equal(t, "failed", textOf(tab, "#job-nightly-maint .last-run .badge"))

@@ -125,3 +125,21 @@ type JobEdit struct {
 	Errors map[string]string // by field: name, steps[1].on_failure, …
 	Action string
 }
+
+// RunView is one run's page: its steps in execution order.
+type RunView struct {
+	Page
+	Run     RunRow
+	Job     string
+	JobURL  string
+	Started string
+	Steps   []RunStepRow
+}
+
+// RunStepRow is one step execution of a run.
+type RunStepRow struct {
+	N                                   int
+	Step, State, TaskURL, Started, Took string
+	Attempts                            int
+	Error                               string
+}

@@ -37,8 +37,11 @@ func (u *Pages) registerJobs(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.POST("/jobs/new", u.createJob, operate)
 	e.GET("/jobs/:name", u.job, view)
 	e.POST("/jobs/:name/run", u.runJob, operate)
+	e.GET("/runs/:id", u.run, view)
 	e.POST("/runs/:id/cancel", u.cancelRun, operate)
 }
+
+func runURL(id int64) string { return "/runs/" + strconv.FormatInt(id, 10) }
 
 func jobURL(name string) string { return "/jobs/" + url.PathEscape(name) }
 
@@ -101,7 +104,7 @@ func (u *Pages) jobs(c echo.Context) error {
 
 // runRow lays a run out; cancel adds the Cancel button to a running run.
 func runRow(r *queue.Run, now time.Time, cancel bool, back string) templates.RunRow {
-	row := templates.RunRow{ID: r.ID, URL: "/api/runs/" + strconv.FormatInt(r.ID, 10), State: string(r.State),
+	row := templates.RunRow{ID: r.ID, URL: runURL(r.ID), State: string(r.State),
 		Trigger: r.Trigger, Started: showTime(r.StartedAt, now).Short, Took: showDuration(r.Duration(now)), Reason: r.Reason}
 	for i, s := range r.Steps {
 		if i == stripCells {
@@ -205,7 +208,7 @@ func (u *Pages) job(c echo.Context) error {
 		d := r.Duration(now)
 		ms, states = append(ms, d.Milliseconds()), append(states, string(r.State))
 		titles = append(titles, fmt.Sprintf("run %d, %s: %s, started %s", r.ID, r.State, showDuration(d), dateTime(r.StartedAt).Short))
-		urls = append(urls, "/api/runs/"+strconv.FormatInt(r.ID, 10))
+		urls = append(urls, runURL(r.ID))
 	}
 	v.Chart = templates.DurationChartOf(ms, states, titles, urls)
 	if operate {
@@ -239,11 +242,48 @@ func (u *Pages) runJob(c echo.Context) error {
 	return u.redirectBack(c, jobURL(name)+"#runs", msg)
 }
 
-// cancelRun is a run's Cancel button.
-func (u *Pages) cancelRun(c echo.Context) error {
+// pathRunID reads the :id path parameter of a run.
+func pathRunID(c echo.Context) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id < 1 {
-		return &queue.ValidationError{Field: "id", Reason: strconv.Quote(c.Param("id")) + " is not a run id"}
+		return 0, &queue.ValidationError{Field: "id", Reason: strconv.Quote(c.Param("id")) + " is not a run id"}
+	}
+	return id, nil
+}
+
+// run is one run's page: its steps in execution order (at most
+// queue.MaxStepExecutions, by the index of run steps).
+func (u *Pages) run(c echo.Context) error {
+	id, err := pathRunID(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	r, err := u.store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := u.now()
+	v := templates.RunView{Page: u.page(c, "jobs", fmt.Sprintf("Run %d of job %s", id, r.Job), templates.Live{}, nil),
+		Run: runRow(r, now, auth.Can(c, auth.Operator), runURL(id)), Job: r.Job, JobURL: jobURL(r.Job),
+		Started: dateTime(r.StartedAt).Short + " UTC"}
+	for i, s := range r.Steps {
+		row := templates.RunStepRow{N: i + 1, Step: s.Step, State: string(s.State), TaskURL: taskURL(s.TaskID),
+			Started: showTime(s.StartedAt, now).Short, Attempts: s.Attempts, Error: firstLine(s.LastError, 200)}
+		if !s.StartedAt.IsZero() && !s.FinishedAt.IsZero() {
+			row.Took = showDuration(s.FinishedAt.Sub(s.StartedAt))
+		}
+		v.Steps = append(v.Steps, row)
+	}
+	return render(c, http.StatusOK, templates.RunPage(v))
+}
+
+// cancelRun is a run's Cancel button.
+func (u *Pages) cancelRun(c echo.Context) error {
+	id, err := pathRunID(c)
+	if err != nil {
+		return err
 	}
 	r, err := u.ops.CancelRun(c.Request().Context(), auth.Actor(c), id)
 	if err != nil {
