@@ -161,7 +161,7 @@ func (s *Store) DeleteJob(ctx context.Context, name, actor string) error {
 	var n int
 	err := retryDeadlock(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-			return c.QueryRowContext(ctx, deleteJobBatch.text, sql.Named("name", name), sql.Named("actor", actor)).Scan(&n)
+			return c.QueryRowContext(ctx, deleteJobBatch.text, deleteJobArgs(name, actor)...).Scan(&n)
 		})
 	})
 	if err != nil {
@@ -263,8 +263,7 @@ func (s *Store) Runs(ctx context.Context, q queue.RunQuery) ([]queue.Run, error)
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
-	out, err := queryAll(ctx, s.db, runsQuery.text, []any{sql.Named("limit", int32(q.Limit)), sql.Named("job", q.Job),
-		sql.Named("before", before)}, scanJobRun)
+	out, err := queryAll(ctx, s.db, runsQuery.text, runsArgs(q.Job, before, q.Limit), scanJobRun)
 	return out, wrap("listing the runs of job "+q.Job, err)
 }
 
@@ -285,8 +284,7 @@ func (s *Store) CancelRun(ctx context.Context, id int64, actor string) (queue.Ru
 		)
 		err := retryConflicts(ctx, func() error {
 			return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-				return c.QueryRowContext(ctx, cancelRunBatch.text, sql.Named("cancel_run", id), sql.Named("actor", actor),
-					sql.Named("reason", queue.RunCancelledReason(actor))).Scan(&taskID, &state, &moved)
+				return c.QueryRowContext(ctx, cancelRunBatch.text, cancelRunArgs(id, actor)...).Scan(&taskID, &state, &moved)
 			})
 		})
 		switch {
@@ -310,8 +308,28 @@ func (s *Store) PurgeRuns(ctx context.Context, cutoff time.Time, batch int) (int
 	var n int64
 	err := retryDeadlock(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-			return c.QueryRowContext(ctx, purgeRunsBatch.text, sql.Named("batch", int32(batch)), sql.Named("cutoff", datetime2(cutoff))).Scan(&n)
+			return c.QueryRowContext(ctx, purgeRunsBatch.text, purgeRunsArgs(cutoff, batch)...).Scan(&n)
 		})
 	})
 	return n, wrap("purging job runs", err)
+}
+
+// cancelRunArgs binds cancelRunBatch.
+func cancelRunArgs(id int64, actor string) []any {
+	return []any{sql.Named("cancel_run", id), sql.Named("actor", actor), sql.Named("reason", queue.RunCancelledReason(actor))}
+}
+
+// runsArgs binds runsQuery.
+func runsArgs(job string, before int64, limit int) []any {
+	return []any{sql.Named("limit", int32(limit)), sql.Named("job", job), sql.Named("before", before)}
+}
+
+// purgeRunsArgs binds purgeRunsBatch.
+func purgeRunsArgs(cutoff time.Time, batch int) []any {
+	return []any{sql.Named("batch", int32(batch)), sql.Named("cutoff", datetime2(cutoff))}
+}
+
+// deleteJobArgs binds deleteJobBatch.
+func deleteJobArgs(name, actor string) []any {
+	return []any{sql.Named("name", name), sql.Named("actor", actor)}
 }

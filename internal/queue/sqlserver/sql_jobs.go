@@ -298,14 +298,33 @@ ORDER BY r.id DESC;
 }
 
 // purgeRunsBatch deletes up to @batch ended runs finished before @cutoff
-// (their plans by cascade), reading past rows others hold.
+// (their plans by cascade). UPDLOCK, READPAST, ROWLOCK: a run another
+// transaction holds (a cancel) is skipped rather than waited for, and the
+// DELETE checks the state again.
 var purgeRunsBatch = query{
 	name: "purge-runs",
 	text: readCommitted + `SET NOCOUNT ON;
-DELETE FROM dbo.readpast_job_runs
-WHERE id IN (SELECT TOP (@batch) r.id FROM dbo.readpast_job_runs AS r WITH (READPAST)
-             WHERE r.state <> 'running' AND r.finished_at < @cutoff ORDER BY r.finished_at);
-SELECT @@ROWCOUNT AS deleted;
+SET XACT_ABORT ON;
+BEGIN TRAN;
+
+DECLARE @old TABLE (id bigint NOT NULL PRIMARY KEY);
+DECLARE @n int;
+
+INSERT INTO @old (id)
+SELECT TOP (@batch) r.id
+FROM dbo.readpast_job_runs AS r WITH (UPDLOCK, READPAST, ROWLOCK)
+WHERE r.state <> 'running'
+  AND r.finished_at < @cutoff
+ORDER BY r.finished_at;
+
+DELETE r
+FROM dbo.readpast_job_runs AS r WITH (ROWLOCK)
+WHERE r.id IN (SELECT o.id FROM @old AS o)
+  AND r.state <> 'running';
+SET @n = @@ROWCOUNT;
+
+COMMIT TRAN;
+SELECT @n AS deleted;
 `,
 	params: []string{"batch", "cutoff"},
 }
