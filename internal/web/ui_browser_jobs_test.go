@@ -90,6 +90,19 @@ func TestBrowserJobWithFailureBranch(t *testing.T) {
 	require.Contains(t, textOf(tab, "#run-steps .err-line"), "no_such_table_here")
 	shoot(t, tab, dir, "run-page")
 
+	// Edit: notify now quits with success; the flow drawn follows.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/jobs/nightly-maint")))
+	loc = submit(t, tab, "#edit-job")
+	require.Equal(t, e.srv.URL+"/jobs/nightly-maint/edit", loc)
+	v, err = chromedp.Run(tab, chromedp.Value(chromedp.ID("step-0-on-failure")))
+	require.NoError(t, err)
+	require.Equal(t, "step:notify", v, "the form holds the job's definition")
+	require.NoError(t, chromedp.Do(tab, chromedp.SetValue(chromedp.ID("step-2-on-success"), "quit_success")))
+	loc = submit(t, tab, "#save-job")
+	require.Equal(t, e.srv.URL+"/jobs/nightly-maint", loc)
+	require.Contains(t, textOf(tab, ".flash"), "Job nightly-maint saved with 3 steps")
+	require.Contains(t, textsOf(tab, "#flow text.end title"), "notify: quit reporting success")
+
 	// The jobs page shows its last run.
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/jobs")))
 	require.Equal(t, "failed", textOf(tab, "#job-nightly-maint .last-run .badge"))

@@ -46,6 +46,7 @@ type JobView struct {
 	NextURL                                            string // the next page of runs; "" on the last
 	Chart                                              DurationChart
 	RunURL                                             string // the Run now form's action; "" for viewers
+	EditURL                                            string // "" for viewers
 	StepNames                                          []string
 }
 
@@ -124,6 +125,7 @@ type JobEdit struct {
 	Form   JobForm
 	Errors map[string]string // by field: name, steps[1].on_failure, …
 	Action string
+	Edit   bool // an existing job: its name is fixed
 }
 
 // RunView is one run's page: its steps in execution order.

@@ -36,6 +36,8 @@ func (u *Pages) registerJobs(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.GET("/jobs/new", u.newJobForm, operate)
 	e.POST("/jobs/new", u.createJob, operate)
 	e.GET("/jobs/:name", u.job, view)
+	e.GET("/jobs/:name/edit", u.editJobForm, operate)
+	e.POST("/jobs/:name/edit", u.updateJob, operate)
 	e.POST("/jobs/:name/run", u.runJob, operate)
 	e.GET("/runs/:id", u.run, view)
 	e.POST("/runs/:id/cancel", u.cancelRun, operate)
@@ -212,7 +214,7 @@ func (u *Pages) job(c echo.Context) error {
 	}
 	v.Chart = templates.DurationChartOf(ms, states, titles, urls)
 	if operate {
-		v.RunURL = jobURL(name) + "/run"
+		v.RunURL, v.EditURL = jobURL(name)+"/run", jobURL(name)+"/edit"
 	}
 	return render(c, http.StatusOK, templates.JobPage(v))
 }
@@ -298,12 +300,97 @@ func (u *Pages) newJobForm(c echo.Context) error {
 }
 
 func (u *Pages) renderJobForm(c echo.Context, status int, v templates.JobEdit) error {
-	page, _, err := u.formPage(c, "jobs", "New job")
+	title := "New job"
+	if v.Edit {
+		title = "Edit job " + v.Form.Name
+	}
+	page, _, err := u.formPage(c, "jobs", title)
 	if err != nil {
 		return err
 	}
 	v.Page, v.Action = page, "/jobs/new"
+	if v.Edit {
+		v.Action = jobURL(v.Form.Name) + "/edit"
+	}
 	return render(c, status, templates.JobFormPage(v))
+}
+
+// editJobForm shows a job's definition in the form.
+func (u *Pages) editJobForm(c echo.Context) error {
+	name, err := jobPathName(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	j, err := u.store.GetJob(ctx, name)
+	if err != nil {
+		return err
+	}
+	d, err := jobs.DefinitionOf(j)
+	if err != nil {
+		return err
+	}
+	f := templates.JobForm{Name: d.Name, Description: d.Description, Category: d.Category, Queue: d.Queue}
+	if len(d.Schedules) > 0 {
+		f.Cron, f.Zone = d.Schedules[0].Cron, d.Schedules[0].TimeZone
+	}
+	for _, s := range d.Steps {
+		sf := templates.StepForm{Name: s.Name, Body: s.Body, OnSuccess: s.OnSuccess, OnFailure: s.OnFailure}
+		if s.RetryAttempts > 0 {
+			sf.RetryAttempts = strconv.Itoa(s.RetryAttempts)
+		}
+		if s.RetryInterval > 0 {
+			sf.RetryInterval = time.Duration(s.RetryInterval).String()
+		}
+		f.Steps = append(f.Steps, sf)
+	}
+	for i := 0; i < 2 || len(f.Steps) < formSteps; i++ {
+		f.Steps = append(f.Steps, templates.StepForm{})
+	}
+	return u.renderJobForm(c, http.StatusOK, templates.JobEdit{Form: f, Edit: true})
+}
+
+// updateJob takes the edit form (ops.ReplaceJob): runs under way keep the
+// plan they started with; the job's other settings (enabled, overlap, the
+// schedules beyond the first) stay as they are.
+func (u *Pages) updateJob(c echo.Context) error {
+	name, err := jobPathName(c)
+	if err != nil {
+		return err
+	}
+	form, d, errs := readJobForm(c)
+	form.Name, d.Name = name, name
+	if len(errs) > 0 {
+		return u.renderJobForm(c, http.StatusUnprocessableEntity, templates.JobEdit{Form: form, Errors: errs, Edit: true})
+	}
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	old, err := u.store.GetJob(ctx, name)
+	if err != nil {
+		return err
+	}
+	prev, err := jobs.DefinitionOf(old)
+	if err != nil {
+		return err
+	}
+	d.Enabled, d.Overlap = prev.Enabled, prev.Overlap
+	if len(prev.Schedules) > 1 {
+		d.Schedules = append(d.Schedules, prev.Schedules[1:]...)
+	}
+	j, warnings, err := u.ops.ReplaceJob(c.Request().Context(), auth.Actor(c), d)
+	var ve *queue.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		return u.renderJobForm(c, http.StatusUnprocessableEntity, templates.JobEdit{Form: form, Errors: map[string]string{ve.Field: ve.Reason}, Edit: true})
+	case err != nil:
+		return err
+	}
+	msg := fmt.Sprintf("Job %s saved with %d steps; runs under way keep the steps they started with.", j.Name, len(j.Steps))
+	if len(warnings) > 0 {
+		msg += " Warning: " + strings.Join(warnings, "; ") + "."
+	}
+	return u.redirectBack(c, jobURL(j.Name), msg)
 }
 
 // createJob takes the job form (ops.CreateJob): a refusal shows the form
