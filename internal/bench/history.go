@@ -177,7 +177,7 @@ func historyRequests(base string, l liveSet) []historyRequest {
 	page := func(path string) historyRequest { return historyRequest{"page", path, base + path} }
 	api := func(path string) historyRequest { return historyRequest{"api", path, base + path} }
 	tick := func(view string) historyRequest { return historyRequest{"live", view, ws + view} }
-	return []historyRequest{
+	return append([]historyRequest{
 		page("/"),
 		page("/?range=24h"),
 		page("/?range=7d"),
@@ -218,7 +218,7 @@ func historyRequests(base string, l liveSet) []historyRequest {
 		tick("logs"),
 		tick(fmt.Sprintf("task&id=%d", l.pending)),
 		tick("nodes"),
-	}
+	}, jobRequests(base, l.run)...)
 }
 
 // historyWarmup rounds run before the timed ones: connections, prepared

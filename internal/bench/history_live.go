@@ -17,6 +17,7 @@ type liveSet struct {
 	pending, done  int64 // a pending task's id, and a task finished through the store
 	finished       int64 // how many finished tasks of the set
 	node, nodeInfo string
+	run            int64 // the latest run of the live set's job
 }
 
 // The live set, per queue: tasks run through Claim and Finish, one finishing
@@ -58,6 +59,9 @@ func seedLiveSet(ctx context.Context, s queue.Store) (liveSet, error) {
 		if err := seedScheduleRuns(ctx, s); err != nil {
 			return l, err
 		}
+		if err := seedJobRuns(ctx, s); err != nil {
+			return l, err
+		}
 		if _, err := s.UpdateQueue(ctx, quietQueue, queue.QueueUpdate{Paused: ptr(true), Actor: "bench"}); err != nil {
 			return l, err
 		}
@@ -77,7 +81,8 @@ func seedLiveSet(ctx context.Context, s queue.Store) (liveSet, error) {
 		first[i] = got[0]
 	}
 	l.pending, l.done, l.nodeInfo = first[0].ID, first[1].ID, nodeInfoJSON(first[2])
-	return l, nil
+	l.run, err = jobRun(ctx, s)
+	return l, err
 }
 
 func seedLiveQueue(ctx context.Context, s queue.Store, q string, nth int) error {

@@ -48,6 +48,8 @@ type Retention struct {
 type RetentionStore interface {
 	queue.LogStore
 	PurgeNodes(ctx context.Context, cutoff time.Time) (int64, error)
+	// PurgeRuns: job runs go with the task history, at its age (docs/JOBS.md).
+	PurgeRuns(ctx context.Context, cutoff time.Time, batch int) (int64, error)
 	Capabilities() queue.Capabilities
 }
 
@@ -85,6 +87,11 @@ func (r *Retention) PurgeOnce(ctx context.Context) (int64, error) {
 	}
 	if r.TaskAge > 0 {
 		n, err := r.loop(ctx, now.Add(-r.TaskAge), r.Store.PurgeTasks)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		n, err = r.loop(ctx, now.Add(-r.TaskAge), r.Store.PurgeRuns)
 		total += n
 		if err != nil {
 			return total, err

@@ -16,7 +16,7 @@ var storeDirs = []string{"postgres", "sqlite", "sqlserver"}
 // decidedAbove are the packages that decide what stores write (issue 24): a
 // store that imported one would be taking decisions back from them, and a
 // new dialect would have to repeat them.
-var decidedAbove = []string{"readpast/internal/schedule", "readpast/internal/ops", "readpast/internal/web"}
+var decidedAbove = []string{"readpast/internal/schedule", "readpast/internal/jobs", "readpast/internal/ops", "readpast/internal/web"}
 
 // sharedChecks are the checks Checked makes before a dialect's store is
 // called. A store that made one again would be repeating a rule that lives
@@ -25,7 +25,7 @@ var decidedAbove = []string{"readpast/internal/schedule", "readpast/internal/ops
 var sharedChecks = map[string]bool{
 	"CheckClaim": true, "CheckHold": true, "CheckList": true, "CheckLogQuery": true, "CheckPurge": true,
 	"CheckThroughput": true, "CheckDueLimit": true, "CheckQueueUpdate": true, "CheckGroupLimit": true,
-	"CheckFinishOutcome": true, "NormalizeAll": true,
+	"CheckFinishOutcome": true, "NormalizeAll": true, "CheckRunQuery": true, "CheckRetryPolicy": true,
 }
 
 // TestStoresOnlyPersist fails when a store package imports a package that

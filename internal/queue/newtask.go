@@ -47,6 +47,9 @@ type NewTask struct {
 	// that serves the target claims the task. A transactional task runs on
 	// the store: its target is "" or TargetStore.
 	Target string
+	// Retry, when set, is the task's wait before a retry (RetryPolicy); nil:
+	// its queue's, else Backoff.
+	Retry *RetryPolicy
 }
 
 // TargetStore is the name every node gives the store's own database as a
@@ -174,6 +177,13 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	}
 	if t.Transactional && t.Target != "" && t.Target != TargetStore {
 		return bad("target", "is %q but the task is transactional: its body commits with its completion in the store's transaction, so it runs only on the store (target %q); drop transactional or the target", t.Target, TargetStore)
+	}
+	if t.Retry != nil {
+		if err := CheckRetryPolicy("retry", *t.Retry); err != nil {
+			return NewTask{}, err
+		}
+		p := RetryPolicy{Interval: t.Retry.Interval.Round(time.Millisecond), Cap: t.Retry.Cap.Round(time.Millisecond)}
+		t.Retry = &p
 	}
 	return t, nil
 }

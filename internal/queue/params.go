@@ -123,7 +123,11 @@ type QueueUpdate struct {
 	ClearMaxRunning bool // remove the cluster-wide limit
 	Paused          *bool
 	DefaultTarget   *string // "" clears it
-	Actor           string
+	// Retry sets the queue's wait before a retry of its tasks (RetryPolicy);
+	// ClearRetry goes back to Backoff.
+	Retry      *RetryPolicy
+	ClearRetry bool
+	Actor      string
 }
 
 // Describe renders the change for the audit log, e.g. "workers=4 paused=true".
@@ -143,6 +147,12 @@ func (u QueueUpdate) Describe() string {
 	}
 	if u.DefaultTarget != nil {
 		parts = append(parts, fmt.Sprintf("default_target=%q", *u.DefaultTarget))
+	}
+	if u.Retry != nil {
+		parts = append(parts, fmt.Sprintf("retry=%q", u.Retry.Describe()))
+	}
+	if u.ClearRetry {
+		parts = append(parts, "retry=backoff")
 	}
 	return strings.Join(parts, " ")
 }

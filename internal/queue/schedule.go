@@ -65,7 +65,10 @@ func (t ScheduleTask) NewTask(createdBy string) NewTask {
 // ScheduleDef is a schedule as an operator defines it: when it fires, what it
 // enqueues, and its policies. Zero values take the defaults.
 type ScheduleDef struct {
-	Name     string // 1-64 letters, digits, '_', '.', ':' or '-'; the key
+	Name string // 1-64 letters, digits, '_', '.', ':' or '-'; the key
+	// Job, when set, is the job whose runs the schedule starts instead of
+	// enqueueing Task (docs/JOBS.md); set at creation, never changed.
+	Job      string
 	Cron     string // five fields, or six with seconds first, or a descriptor such as @daily
 	TimeZone string // IANA name, e.g. Europe/Paris; "" is UTC
 	Task     ScheduleTask

@@ -45,7 +45,14 @@ type ScheduleRun struct {
 	ID         int64
 	Name       string
 	Task       ScheduleTask
-	LastTaskID int64 // the schedule's latest run before this one; 0 if none
+	LastTaskID int64  // the schedule's latest run before this one; 0 if none
+	Job        string // a job's schedule: a run of the job, not Task
+}
+
+// StartRun is the run of the job r.Job a fire or Run now of r starts, in its
+// transaction, as actor.
+func (r ScheduleRun) StartRun(actor string) StartRun {
+	return StartRun{Job: r.Job, Trigger: TriggerSchedule, Actor: actor}
 }
 
 // NewTask is the run's task, created by createdBy, checked against the

@@ -26,6 +26,7 @@ type Store interface {
 	NodeStore
 	LogStore
 	ScheduleStore
+	JobStore
 	AuditStore
 	Listener
 	Holder

@@ -116,6 +116,7 @@ type Queue struct {
 	// DefaultTarget is where the queue's tasks that name no target run (""
 	// : the node's default target).
 	DefaultTarget string
+	Retry         *RetryPolicy // nil: Backoff
 	UpdatedAt     time.Time
 	UpdatedBy     string
 	Counts        map[State]int64

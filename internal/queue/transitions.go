@@ -148,6 +148,14 @@ func CheckQueueUpdate(name string, u QueueUpdate) error {
 			return err
 		}
 	}
+	if u.Retry != nil {
+		if u.ClearRetry {
+			return &ValidationError{Field: "retry", Reason: "is both set and cleared"}
+		}
+		if err := CheckRetryPolicy("retry", *u.Retry); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -16,8 +16,7 @@ import (
 // (Listen) hear of the new tasks when they commit.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
 	var out []queue.Enqueued
-	err := s.write(ctx, func(ctx context.Context, c conn) error {
-		rows, err := c.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
+	collect := func(rows pgx.Rows, err error) error {
 		if err == nil {
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Enqueued, error) {
 				var e queue.Enqueued
@@ -26,7 +25,31 @@ func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enq
 			})
 		}
 		return err
-	})
+	}
+	var err error
+	if ids, intervals, caps := retryArgs(tasks); ids == nil {
+		err = s.write(ctx, func(ctx context.Context, c conn) error {
+			return collect(c.Query(ctx, enqueueSQL, enqueueArgs(tasks)...))
+		})
+	} else {
+		// Tasks with a retry policy of their own: the enqueue, then their
+		// policies, in one transaction.
+		err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			if err := collect(tx.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)); err != nil {
+				return err
+			}
+			var newIDs []int64
+			var iv, cp []*int64
+			for _, i := range ids {
+				if !out[i].Duplicate {
+					newIDs, iv, cp = append(newIDs, out[i].ID), append(iv, intervals[i]), append(cp, caps[i])
+				}
+			}
+			_, err := tx.Exec(ctx, `UPDATE readpast_tasks t SET retry_interval_ms = x.i, retry_cap_ms = x.c
+				FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS x(id, i, c) WHERE t.id = x.id`, newIDs, iv, cp)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, wrap(err, "enqueueing %d tasks", len(tasks))
 	}
@@ -55,4 +78,22 @@ func enqueueArgs(tasks []queue.NewTask) []any {
 		transactional[i], cont[i], keys[i], targets[i] = t.Transactional, t.ContinueOnFailure, t.UniqueKey, t.Target
 	}
 	return []any{queues, bodies, priorities, at, delayUS, groups, chains, stages, maxAttempts, timeoutMS, transactional, cont, createdBy, keys, targets}
+}
+
+// retryArgs are the positions of the tasks with a retry policy of their own,
+// and each task's policy columns; ids is nil when no task has one.
+func retryArgs(tasks []queue.NewTask) (ids []int, intervals, caps []*int64) {
+	for i, t := range tasks {
+		if t.Retry != nil {
+			ids = append(ids, i)
+		}
+	}
+	if ids == nil {
+		return nil, nil, nil
+	}
+	intervals, caps = make([]*int64, len(tasks)), make([]*int64, len(tasks))
+	for i, t := range tasks {
+		intervals[i], caps[i] = queue.RetryMillis(t.Retry)
+	}
+	return ids, intervals, caps
 }

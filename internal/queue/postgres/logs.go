@@ -127,7 +127,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 // QueueSettings implements queue.Store: the settings rows only, no
 // counts, so every node can read them each second at the cost of one small scan.
 func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by, default_target
+	rows, err := s.pool.Query(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by, default_target, retry_interval_ms, retry_cap_ms
 		FROM readpast_queues ORDER BY name`)
 	if err != nil {
 		return nil, wrap(err, "reading queue settings")
@@ -136,9 +136,11 @@ func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
 	var out []queue.Queue
 	for rows.Next() {
 		var q queue.Queue
-		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy, &q.DefaultTarget); err != nil {
+		var retryMS, capMS *int64
+		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy, &q.DefaultTarget, &retryMS, &capMS); err != nil {
 			return nil, wrap(err, "reading queue settings")
 		}
+		q.Retry = queue.RetryOf(retryMS, capMS)
 		q.UpdatedAt = q.UpdatedAt.UTC()
 		out = append(out, q)
 	}

@@ -131,14 +131,16 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 	var out []queue.Queue
 	for rows.Next() {
 		var (
-			q       queue.Queue
-			updated *time.Time
-			state   *string
-			n       int64
+			q              queue.Queue
+			updated        *time.Time
+			state          *string
+			n              int64
+			retryMS, capMS *int64
 		)
-		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &updated, &q.UpdatedBy, &state, &n, &q.DefaultTarget); err != nil {
+		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &updated, &q.UpdatedBy, &state, &n, &q.DefaultTarget, &retryMS, &capMS); err != nil {
 			return nil, wrap(err, "listing queues")
 		}
+		q.Retry = queue.RetryOf(retryMS, capMS)
 		if len(out) == 0 || out[len(out)-1].Name != q.Name {
 			q.UpdatedAt = utc(updated)
 			q.Counts = make(map[queue.State]int64, len(queue.States))
@@ -174,7 +176,7 @@ const queuesSQL = `WITH counts AS (
 			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
 			UNION SELECT queue FROM counts)
 		SELECT n.name, q.workers, q.max_running, coalesce(q.paused, false), q.updated_at,
-		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0), coalesce(q.default_target, '')
+		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0), coalesce(q.default_target, ''), q.retry_interval_ms, q.retry_cap_ms
 		  FROM names n
 		  LEFT JOIN readpast_queues q ON q.name = n.name
 		  LEFT JOIN counts c ON c.queue = n.name

@@ -20,7 +20,7 @@ import (
 // runColumns are the columns of a schedule row s that scanRun reads, before
 // any extra ones.
 const runColumns = `s.id, s.name, s.queue, s.body, s.priority, s.group_name, s.max_attempts, s.timeout_ms,
-	s.transactional, coalesce(s.last_task_id, 0), s.target`
+	s.transactional, coalesce(s.last_task_id, 0), s.target, coalesce(s.job_name, '')`
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
 func scanRun(row pgx.Row, extra ...any) (queue.ScheduleRun, error) {
@@ -31,29 +31,41 @@ func scanRun(row pgx.Row, extra ...any) (queue.ScheduleRun, error) {
 		timeoutMS int64
 	)
 	err := row.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &x.Task.MaxAttempts,
-		&timeoutMS, &x.Task.Transactional, &x.LastTaskID, &x.Task.Target}, extra...)...)
+		&timeoutMS, &x.Task.Transactional, &x.LastTaskID, &x.Task.Target, &x.Job}, extra...)...)
 	x.Task.Priority, x.Task.Group, x.Task.Timeout = &priority, str(group), time.Duration(timeoutMS)*time.Millisecond
 	return x, err
 }
 
 // unfinishedLastRun is true when schedule row s's latest run is pending or
 // running: a read of one task by its id, locking nothing.
-const unfinishedLastRun = `EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s.last_task_id AND t.state IN ('pending', 'running'))`
+// A job's schedule's latest run is its job's: a Run now counts too.
+const unfinishedLastRun = `(EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s.last_task_id AND t.state IN ('pending', 'running'))
+	OR EXISTS (SELECT 1 FROM readpast_jobs j JOIN readpast_job_runs r ON r.id = j.last_run_id
+	           WHERE j.name = s.job_name AND r.state = 'running'))`
 
 // startRun enqueues the run's task in tx through readpast_enqueue (the
 // production enqueue, its NOTIFY included), marks it as the schedule's (of
 // fire time fireAt; zero for a run now) and makes it the latest run.
 func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
-	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
-	if err != nil {
-		return 0, err
-	}
 	var id int64
-	var dup bool
-	if err := tx.QueryRow(ctx, enqueueSQL, enqueueArgs([]queue.NewTask{t})...).Scan(&id, &dup); err != nil {
-		return 0, err
+	if r.Job != "" {
+		// A job's schedule: a run of the job, its first step the run's task.
+		run, err := startRunTx(ctx, tx, r.StartRun(createdBy))
+		if err != nil || run.Duplicate {
+			return run.TaskID, err
+		}
+		id = run.TaskID
+	} else {
+		t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
+		if err != nil {
+			return 0, err
+		}
+		var dup bool
+		if err := tx.QueryRow(ctx, enqueueSQL, enqueueArgs([]queue.NewTask{t})...).Scan(&id, &dup); err != nil {
+			return 0, err
+		}
 	}
-	_, err = tx.Exec(ctx, `WITH t AS (UPDATE readpast_tasks SET schedule_name = $2, fire_at = $3 WHERE id = $1)
+	_, err := tx.Exec(ctx, `WITH t AS (UPDATE readpast_tasks SET schedule_name = $2, fire_at = $3 WHERE id = $1)
 		UPDATE readpast_schedules SET last_task_id = $1 WHERE id = $4`, id, r.Name, nullTime(fireAt), r.ID)
 	return id, err
 }

@@ -18,7 +18,7 @@ import (
 const scheduleSelect = `SELECT s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
 	s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version, s.next_fire_at,
 	s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id, t.state, t.finished_at,
-	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target
+	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, coalesce(s.job_name, '')
 	FROM readpast_schedules s
 	LEFT JOIN LATERAL (SELECT state, finished_at FROM readpast_tasks WHERE id = s.last_task_id) t ON true`
 
@@ -36,7 +36,7 @@ func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
 	err := row.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
 		&x.Task.MaxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &overlap, &misfire, &x.Version, &next,
 		&lastFire, &outcome, &x.LastFireMissed, &lastTask, &lastState, &lastEnded,
-		&createdAt, &x.CreatedBy, &updatedAt, &x.UpdatedBy, &x.Task.Target)
+		&createdAt, &x.CreatedBy, &updatedAt, &x.UpdatedBy, &x.Task.Target, &x.Job)
 	if err != nil {
 		return nil, err
 	}
@@ -69,12 +69,12 @@ func defArgs(d queue.ScheduleDef, next time.Time) []any {
 func (s *Store) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
 	err := s.exec(ctx, `WITH s AS (
 			INSERT INTO readpast_schedules (cron, time_zone, queue, body, priority, group_name, max_attempts, timeout_ms,
-				transactional, paused, overlap, misfire, next_fire_at, target, name, created_by, updated_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)
+				transactional, paused, overlap, misfire, next_fire_at, target, name, created_by, updated_by, job_name)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, nullif($18, ''))
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $16, 'create_schedule', 'schedule ' || s.name, $17 FROM s`,
-		append(defArgs(n.Def, n.NextFireAt), n.Def.Name, n.Actor, n.Def.Describe())...)
+		append(defArgs(n.Def, n.NextFireAt), n.Def.Name, n.Actor, n.Def.Describe(), n.Def.Job)...)
 	switch {
 	case isUniqueViolation(err):
 		return fmt.Errorf("postgres: creating schedule %s: a schedule of that name exists: %w", n.Def.Name, queue.ErrExists)

@@ -63,6 +63,9 @@ func Exercise(t *testing.T, h Harness) {
 		{"audit", auditTests},
 		{"manage", manageTests},
 		{"targets", targetTests},
+		{"jobs", jobTests},
+		{"job_schedules", jobScheduleTests},
+		{"retry_policy", retryPolicyTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -65,7 +65,9 @@ func (s *Store) cancelTx(tx *sql.Tx, now int64, id int64, actor string) (queue.S
 	var st queue.State
 	var chain sql.NullString
 	var stage int
-	err := tx.QueryRow(`SELECT state, chain, stage FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage)
+	var runID, runStep sql.NullInt64
+	err := tx.QueryRow(`SELECT state, chain, stage, run_id, run_step FROM readpast_tasks WHERE id = ?`, id).
+		Scan(&st, &chain, &stage, &runID, &runStep)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", queue.ErrNotFound
 	}
@@ -90,6 +92,11 @@ func (s *Store) cancelTx(tx *sql.Tx, now int64, id int64, actor string) (queue.S
 		}
 		if chain.Valid {
 			if err := chainEnded(tx, now, chain.String, id, stage, st); err != nil {
+				return "", err
+			}
+		}
+		if runID.Valid {
+			if err := stepEnded(tx, now, runID.Int64, int(runStep.Int64), id, st); err != nil {
 				return "", err
 			}
 		}
@@ -159,11 +166,15 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 		if u.Paused != nil {
 			paused = sql.NullInt64{Int64: int64(boolInt(*u.Paused)), Valid: true}
 		}
+		interval, capMS := queue.RetryMillis(u.Retry)
 		_, err := tx.Exec(`UPDATE readpast_queues SET
 			workers = COALESCE(?, workers),
 			max_running = CASE WHEN ? THEN NULL ELSE COALESCE(?, max_running) END,
-			paused = COALESCE(?, paused), default_target = COALESCE(?, default_target), updated_at = ?, updated_by = ?
-			WHERE name = ?`, intOrNull(u.Workers), u.ClearMaxRunning, intOrNull(u.MaxRunning), paused, stringOrNull(u.DefaultTarget), now, u.Actor, name)
+			paused = COALESCE(?, paused), default_target = COALESCE(?, default_target), updated_at = ?, updated_by = ?,
+			retry_interval_ms = CASE WHEN ? THEN NULL WHEN ? THEN ? ELSE retry_interval_ms END,
+			retry_cap_ms = CASE WHEN ? THEN NULL WHEN ? THEN ? ELSE retry_cap_ms END
+			WHERE name = ?`, intOrNull(u.Workers), u.ClearMaxRunning, intOrNull(u.MaxRunning), paused, stringOrNull(u.DefaultTarget), now, u.Actor,
+			u.ClearRetry, u.Retry != nil, interval, u.ClearRetry, u.Retry != nil, capMS, name)
 		if err != nil {
 			return err
 		}

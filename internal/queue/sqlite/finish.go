@@ -51,10 +51,15 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 		group, chain                       sql.NullString
 		stage, attempts, retryBase, maxAtt int
 		cancelRequested                    bool
+		runID, runStep, retryMS, capMS     sql.NullInt64
+		qRetryMS, qCapMS                   sql.NullInt64
 	)
-	err := tx.QueryRow(`SELECT queue, group_name, chain, stage, attempts, retry_base, max_attempts, cancel_requested
-		FROM readpast_tasks WHERE id = ? AND lease_token = ? AND state = 'running'`, a.TaskID, a.Token).
-		Scan(&q, &group, &chain, &stage, &attempts, &retryBase, &maxAtt, &cancelRequested)
+	err := tx.QueryRow(`SELECT t.queue, t.group_name, t.chain, t.stage, t.attempts, t.retry_base, t.max_attempts, t.cancel_requested,
+		t.run_id, t.run_step, t.retry_interval_ms, t.retry_cap_ms, q.retry_interval_ms, q.retry_cap_ms
+		FROM readpast_tasks t LEFT JOIN readpast_queues q ON q.name = t.queue
+		WHERE t.id = ? AND t.lease_token = ? AND t.state = 'running'`, a.TaskID, a.Token).
+		Scan(&q, &group, &chain, &stage, &attempts, &retryBase, &maxAtt, &cancelRequested, &runID, &runStep, &retryMS, &capMS,
+			&qRetryMS, &qCapMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		res.Err = fmt.Errorf("task %d: %w", a.TaskID, queue.ErrLeaseLost)
 		return res, nil
@@ -63,6 +68,10 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 		return res, fmt.Errorf("reading task %d: %w", a.TaskID, err)
 	}
 	next, retryIn := queue.AfterAttempt(a.Outcome, attempts, retryBase, maxAtt, release, cancelRequested)
+	if next == queue.StatePending && !release {
+		retryIn = queue.RetryWait(attempts-retryBase, retryIn, queue.RetryOf(int64Ptr(retryMS), int64Ptr(capMS)),
+			queue.RetryOf(int64Ptr(qRetryMS), int64Ptr(qCapMS)))
+	}
 	res.State = next
 	var finished sql.NullInt64
 	available := sql.NullInt64{}
@@ -98,6 +107,11 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 	}
 	if chain.Valid && next.Finished() {
 		if err := chainEnded(tx, now, chain.String, a.TaskID, stage, next); err != nil {
+			return res, err
+		}
+	}
+	if runID.Valid && next.Finished() {
+		if err := stepEnded(tx, now, runID.Int64, int(runStep.Int64), a.TaskID, next); err != nil {
 			return res, err
 		}
 	}

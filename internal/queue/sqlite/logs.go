@@ -153,7 +153,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 
 // QueueSettings implements queue.Store.
 func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by, default_target FROM readpast_queues ORDER BY name`)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+queueColumns+` FROM readpast_queues ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("reading queue settings: %w", err)
 	}
@@ -169,11 +169,22 @@ func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
 	return out, rows.Err()
 }
 
+// queueColumns are a queue's settings, as scanQueue reads them.
+const queueColumns = `name, workers, max_running, paused, updated_at, updated_by, default_target, retry_interval_ms, retry_cap_ms`
+
 func scanQueue(r scanner) (queue.Queue, error) {
 	var q queue.Queue
-	var workers, maxRunning sql.NullInt64
+	var workers, maxRunning, retryMS, capMS sql.NullInt64
 	var updated int64
-	err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy, &q.DefaultTarget)
+	err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy, &q.DefaultTarget, &retryMS, &capMS)
 	q.Workers, q.MaxRunning, q.UpdatedAt = intPtr(workers), intPtr(maxRunning), fromMicros(updated)
+	q.Retry = queue.RetryOf(int64Ptr(retryMS), int64Ptr(capMS))
 	return q, err
+}
+
+func int64Ptr(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
 }

@@ -188,7 +188,7 @@ func (s *Store) Queues(ctx context.Context) ([]queue.Queue, error) { return s.qu
 
 // queues lists every queue, or only the named one.
 func (s *Store) queues(ctx context.Context, only string) ([]queue.Queue, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by, default_target
+	rows, err := s.r.QueryContext(ctx, `SELECT `+queueColumns+`
 		FROM readpast_queues WHERE ?1 = '' OR name = ?1 ORDER BY name`, only)
 	if err != nil {
 		return nil, fmt.Errorf("listing queues: %w", err)

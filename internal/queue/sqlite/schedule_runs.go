@@ -17,20 +17,21 @@ import (
 // version gone.
 
 // runColumns are the columns scanRun reads, before any extra ones.
-const runColumns = `id, name, queue, body, priority, group_name, max_attempts, timeout_ms, transactional, last_task_id, target`
+const runColumns = `id, name, queue, body, priority, group_name, max_attempts, timeout_ms, transactional, last_task_id, target, job_name`
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
 func scanRun(r scanner, extra ...any) (queue.ScheduleRun, error) {
 	var (
 		x                  queue.ScheduleRun
 		priority           int
-		group              sql.NullString
+		group, job         sql.NullString
 		timeoutMS          int64
 		lastTask           sql.NullInt64
 		maxAttempts, trans int
 	)
 	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
-		&trans, &lastTask, &x.Task.Target}, extra...)...)
+		&trans, &lastTask, &x.Task.Target, &job}, extra...)...)
+	x.Job = job.String
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &priority, group.String, maxAttempts
 	x.Task.Timeout, x.Task.Transactional, x.LastTaskID = time.Duration(timeoutMS)*time.Millisecond, trans != 0, lastTask.Int64
 	return x, err
@@ -39,24 +40,37 @@ func scanRun(r scanner, extra ...any) (queue.ScheduleRun, error) {
 // startRun enqueues the run's task in tx, marks it as the schedule's (of fire
 // time fireAt; zero for a run now) and makes it the schedule's latest run.
 func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
-	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
-	if err != nil {
-		return 0, err
+	var id int64
+	if r.Job != "" {
+		// A job's schedule: a run of the job, its first step the run's task.
+		run, err := startRunTx(ctx, tx, now, r.StartRun(createdBy))
+		if err != nil || run.Duplicate {
+			return run.TaskID, err
+		}
+		id = run.TaskID
+	} else {
+		t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
+		if err != nil {
+			return 0, err
+		}
+		res, err := enqueueTx(ctx, tx, now, []queue.NewTask{t})
+		if err != nil {
+			return 0, err
+		}
+		id = res[0].ID
 	}
-	res, err := enqueueTx(ctx, tx, now, []queue.NewTask{t})
-	if err != nil {
-		return 0, err
-	}
-	id := res[0].ID
 	if _, err := tx.ExecContext(ctx, `UPDATE readpast_tasks SET schedule_name = ?, fire_at = ? WHERE id = ?`, r.Name, nullTime(fireAt), id); err != nil {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE readpast_schedules SET last_task_id = ? WHERE id = ?`, id, r.ID)
+	_, err := tx.ExecContext(ctx, `UPDATE readpast_schedules SET last_task_id = ? WHERE id = ?`, id, r.ID)
 	return id, err
 }
 
 // unfinishedLastRun is true when a schedule row s's latest run is pending or running.
-const unfinishedLastRun = `EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s.last_task_id AND t.state IN ('pending', 'running'))`
+// A job's schedule's latest run is its job's: a Run now counts too.
+const unfinishedLastRun = `(EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s.last_task_id AND t.state IN ('pending', 'running'))
+	OR EXISTS (SELECT 1 FROM readpast_jobs j JOIN readpast_job_runs r ON r.id = j.last_run_id
+	           WHERE j.name = s.job_name AND r.state = 'running'))`
 
 // RunSchedule implements queue.Store.
 func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {

@@ -16,7 +16,7 @@ import (
 const scheduleSelect = `SELECT s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
 	s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version, s.next_fire_at,
 	s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id, t.state, t.finished_at,
-	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target
+	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, coalesce(s.job_name, '')
 	FROM readpast_schedules s LEFT JOIN readpast_tasks t ON t.id = s.last_task_id`
 
 func scanSchedule(r scanner) (*queue.Schedule, error) {
@@ -31,7 +31,7 @@ func scanSchedule(r scanner) (*queue.Schedule, error) {
 	err := r.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
 		&x.Task.MaxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &x.Overlap, &x.Misfire, &x.Version, &next,
 		&lastFire, &outcome, &x.LastFireMissed, &lastTask, &lastState, &lastEnded,
-		&created, &x.CreatedBy, &updated, &x.UpdatedBy, &x.Task.Target)
+		&created, &x.CreatedBy, &updated, &x.UpdatedBy, &x.Task.Target, &x.Job)
 	if err != nil {
 		return nil, err
 	}
@@ -61,8 +61,8 @@ func (s *Store) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
 	return s.write(ctx, "creating schedule "+n.Def.Name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO readpast_schedules (cron, time_zone, queue, body, priority, group_name,
 			max_attempts, timeout_ms, transactional, paused, overlap, misfire, next_fire_at, target,
-			name, created_at, created_by, updated_at, updated_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			append(defArgs(n.Def, n.NextFireAt), n.Def.Name, now, n.Actor, now, n.Actor)...)
+			name, created_at, created_by, updated_at, updated_by, job_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			append(defArgs(n.Def, n.NextFireAt), n.Def.Name, now, n.Actor, now, n.Actor, nullString(n.Def.Job))...)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("a schedule named %s exists: %w", n.Def.Name, queue.ErrExists)
 		}

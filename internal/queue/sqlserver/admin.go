@@ -111,6 +111,7 @@ func updateQueueArgs(name string, u queue.QueueUpdate) []any {
 	if u.DefaultTarget != nil {
 		defaultTarget = *u.DefaultTarget
 	}
+	interval, capMS := queue.RetryMillis(u.Retry)
 	return []any{
 		sql.Named("name", name),
 		sql.Named("actor", u.Actor),
@@ -124,7 +125,19 @@ func updateQueueArgs(name string, u queue.QueueUpdate) []any {
 		sql.Named("detail", maxText(u.Describe())),
 		sql.Named("set_default_target", bit(u.DefaultTarget != nil)),
 		sql.Named("default_target", defaultTarget),
+		// A set policy and a cleared one both write both columns (NULLs to clear).
+		sql.Named("set_retry", bit(u.Retry != nil || u.ClearRetry)),
+		sql.Named("retry_interval_ms", nullMillis(interval)),
+		sql.Named("retry_cap_ms", nullMillis(capMS)),
 	}
+}
+
+// nullMillis is a bigint parameter, NULL for nil.
+func nullMillis(v *int64) any {
+	if v == nil {
+		return sql.NullInt64{}
+	}
+	return *v
 }
 
 // SetGroupLimit sets how many tasks of a group may run at once, creating the

@@ -34,6 +34,8 @@ type jsonTask struct {
 	CreatedBy         string  `json:"created_by"`
 	UniqueKey         string  `json:"unique_key,omitempty"`
 	Target            string  `json:"target,omitempty"`
+	RetryIntervalMS   *int64  `json:"retry_interval_ms,omitempty"`
+	RetryCapMS        *int64  `json:"retry_cap_ms,omitempty"`
 }
 
 // Enqueue writes every task in one round trip (see enqueueBatch) and says,
@@ -97,6 +99,7 @@ func enqueueArgs(tasks []queue.NewTask) ([]any, error) {
 			UniqueKey:     t.UniqueKey,
 			Target:        t.Target,
 		}
+		j.RetryIntervalMS, j.RetryCapMS = queue.RetryMillis(t.Retry)
 		if t.ContinueOnFailure {
 			j.ContinueOnFailure = 1
 		}

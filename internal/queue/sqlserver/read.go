@@ -117,8 +117,10 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 			workers, maxRunning sql.NullInt64
 			count               sql.NullInt64
 			updated             sql.NullTime
+			retryMS, capMS      sql.NullInt64
 		)
-		err := r.Scan(&x.q.Name, &workers, &maxRunning, &x.q.Paused, &updated, &x.q.UpdatedBy, &x.state, &count, &x.q.DefaultTarget)
+		err := r.Scan(&x.q.Name, &workers, &maxRunning, &x.q.Paused, &updated, &x.q.UpdatedBy, &x.state, &count, &x.q.DefaultTarget, &retryMS, &capMS)
+		x.q.Retry = queue.RetryOf(nullInt64(retryMS), nullInt64(capMS))
 		x.q.UpdatedAt = utc(updated)
 		x.q.Workers = intPtr(workers)
 		x.q.MaxRunning = intPtr(maxRunning)
@@ -202,4 +204,12 @@ func intPtr(v sql.NullInt64) *int {
 	}
 	n := int(v.Int64)
 	return &n
+}
+
+// nullInt64 is v, or nil for NULL.
+func nullInt64(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
 }

@@ -31,7 +31,7 @@ func scanRun(r *sql.Row, extra ...any) (queue.ScheduleRun, error) {
 		timeoutMS   int64
 	)
 	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
-		&x.Task.Transactional, &x.LastTaskID, &x.Task.Target}, extra...)...)
+		&x.Task.Transactional, &x.LastTaskID, &x.Task.Target, &x.Job}, extra...)...)
 	p := int(priority)
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
 	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond
@@ -42,6 +42,17 @@ func scanRun(r *sql.Row, extra ...any) (queue.ScheduleRun, error) {
 // the session's open transaction, marks it as the schedule's (of fire time
 // fireAt; zero for a Run now) and makes it the latest run.
 func (s *Store) startRun(ctx context.Context, c *sql.Conn, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
+	if r.Job != "" {
+		// A job's schedule: a run of the job (startRunBatch inside the
+		// session's open transaction; its own BEGIN and COMMIT only nest),
+		// its first step the run's task.
+		run, err := startRunOn(ctx, c, r.StartRun(createdBy))
+		if err != nil || run.Duplicate {
+			return run.TaskID, err
+		}
+		_, err = c.ExecContext(ctx, linkRunBatch.text, linkRunArgs(r, run.TaskID, fireAt)...)
+		return run.TaskID, err
+	}
 	t, err := r.NewTask(createdBy, s.opts.MaxBodyBytes)
 	if err != nil {
 		return 0, err

@@ -35,7 +35,7 @@ func scheduleDefArgs(d queue.ScheduleDef, next time.Time) []any {
 // createScheduleArgs binds createScheduleBatch.
 func createScheduleArgs(n queue.NewSchedule) []any {
 	return append(scheduleDefArgs(n.Def, n.NextFireAt), sql.Named("name", n.Def.Name), sql.Named("actor", n.Actor),
-		sql.Named("detail", maxText(n.Def.Describe())))
+		sql.Named("detail", maxText(n.Def.Describe())), sql.Named("job_name", nullString(n.Def.Job)))
 }
 
 // CreateSchedule implements queue.Store.
@@ -88,7 +88,7 @@ func scanSchedule(r *sql.Rows) (queue.Schedule, error) {
 	err := r.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
 		&maxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &overlap, &misfire, &x.Version,
 		&next, &lastFire, &outcome, &missed, &lastTask, &lastState, &lastEnded,
-		&x.CreatedAt, &x.CreatedBy, &x.UpdatedAt, &x.UpdatedBy, &x.Task.Target)
+		&x.CreatedAt, &x.CreatedBy, &x.UpdatedAt, &x.UpdatedBy, &x.Task.Target, &x.Job)
 	p := int(priority)
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
 	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond

@@ -92,7 +92,17 @@ var cancelBatch = query{
 	text: readCommitted + `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 BEGIN TRAN;
+` + cancelCore + `COMMIT TRAN;
 
+SELECT @before AS before_state, @state AS state;
+`,
+	params: []string{"id", "actor"},
+}
+
+// cancelCore is the cancel inside a transaction (cancelBatch, and
+// cancelRunBatch in sql_jobs.go): @id the task, @actor; it leaves @before and
+// @state.
+const cancelCore = `
 DECLARE @now datetime2(6) = SYSUTCDATETIME();
 DECLARE @chain nvarchar(128);
 DECLARE @cof bit = 0;
@@ -100,12 +110,12 @@ DECLARE @before varchar(10);
 DECLARE @state varchar(10);
 DECLARE @stage int;
 DECLARE @queue nvarchar(64);
-` + chainDeclarations + rollupDeclarations + `
+` + chainDeclarations + rollupDeclarations + stepDeclarations + `
 -- Lock order 2: the chain row.
 ` + lockChain + `
 -- Lock order 3: the task. If a claimer is taking it right now we wait for its
 -- commit, then see it running and only flag it.
-SELECT @before = t.state, @stage = t.stage, @queue = t.queue
+SELECT @before = t.state, @stage = t.stage, @queue = t.queue, @run_id = t.run_id, @run_step = t.run_step
 FROM dbo.readpast_tasks AS t WITH (UPDLOCK, ROWLOCK)
 WHERE t.id = @id;
 
@@ -129,6 +139,8 @@ BEGIN
 ` + refreshChain + `
     END;
 ` + countRollup + `
+    -- Lock order 4: the run row of a job step (sql_jobs_step.go).
+` + stepFollow + `
 END
 ELSE IF @before = 'running'
 BEGIN
@@ -146,12 +158,7 @@ BEGIN
     VALUES (@actor, N'cancel', CONCAT(N'task ', @id), @state);
 END;
 
-COMMIT TRAN;
-
-SELECT @before AS before_state, @state AS state;
-`,
-	params: []string{"id", "actor"},
-}
+`
 
 // retryBatch puts a failed or cancelled task back to pending now with a fresh
 // attempt budget (retry_base = attempts), ready at once, and reopens the tasks
@@ -282,6 +289,8 @@ SET workers     = CASE WHEN @set_workers = 1 THEN @workers ELSE workers END,
                        ELSE max_running END,
     paused      = CASE WHEN @set_paused = 1 THEN @paused ELSE paused END,
     default_target = CASE WHEN @set_default_target = 1 THEN @default_target ELSE default_target END,
+    retry_interval_ms = CASE WHEN @set_retry = 1 THEN @retry_interval_ms ELSE retry_interval_ms END,
+    retry_cap_ms      = CASE WHEN @set_retry = 1 THEN @retry_cap_ms ELSE retry_cap_ms END,
     updated_at  = SYSUTCDATETIME(),
     updated_by  = @actor
 WHERE name = @name;
@@ -295,6 +304,7 @@ COMMIT TRAN;
 		"name", "actor", "set_workers", "workers", "clear_max_running",
 		"set_max_running", "max_running", "set_paused", "paused", "detail",
 		"set_default_target", "default_target",
+		"set_retry", "retry_interval_ms", "retry_cap_ms",
 	},
 }
 

@@ -45,7 +45,7 @@ DECLARE @committed bit = 0;
 DECLARE @start_at datetime2(6);
 DECLARE @fin_at datetime2(6);
 DECLARE @busy_ms bigint;
-` + chainDeclarations + rollupDeclarations + `
+` + chainDeclarations + rollupDeclarations + stepDeclarations + `
 -- Lock order 2: the chain row.
 ` + lockChain + `
 -- Lock order 3: the task, fenced by its lease token, read under the lock
@@ -55,7 +55,9 @@ SELECT @queue = t.queue, @group = t.group_name, @stage = t.stage, @attempt = t.a
        @tries = t.attempts - t.retry_base, @max_attempts = t.max_attempts,
        @cancel = t.cancel_requested, @held_by = t.lease_owner,
        @held_session = t.session_id, @held_since = t.started_at,
-       @committed = CASE WHEN t.committed_token = @token THEN 1 ELSE 0 END
+       @committed = CASE WHEN t.committed_token = @token THEN 1 ELSE 0 END,
+       @run_id = t.run_id, @run_step = t.run_step, @retry_interval_ms = t.retry_interval_ms,
+       @retry_cap_ms = t.retry_cap_ms
 FROM dbo.readpast_tasks AS t WITH (UPDLOCK, ROWLOCK)
 WHERE t.id = @id
   AND t.lease_token = @token
@@ -96,7 +98,21 @@ BEGIN
         WHEN @tries < @max_attempts THEN 'pending'
         ELSE 'failed'
     END;
+    -- queue.RetryWait: the task's retry policy, else its queue's (read by
+    -- key, only for a retry), else queue.Backoff; a policy's wait is fixed,
+    -- or doubles from the interval up to the cap (at most a day: an int).
+    IF @state = 'pending' AND @release = 0 AND @retry_interval_ms IS NULL
+        SELECT @retry_interval_ms = q.retry_interval_ms, @retry_cap_ms = q.retry_cap_ms
+        FROM dbo.readpast_queues AS q
+        WHERE q.name = @queue;
+    IF @retry_cap_ms IS NOT NULL
+        SET @retry_interval_ms = CASE
+            WHEN @tries >= 32 THEN @retry_cap_ms
+            ELSE (SELECT MIN(v) FROM (VALUES (@retry_cap_ms),
+                  (@retry_interval_ms * POWER(CAST(2 AS bigint), CASE WHEN @tries < 1 THEN 0 ELSE @tries - 1 END))) AS w(v))
+        END;
     SET @backoff_ms = CASE WHEN @release = 1 THEN 0
+                           WHEN @retry_interval_ms IS NOT NULL THEN CAST(@retry_interval_ms AS int)
                            ELSE CHOOSE(CASE WHEN @tries < 1 THEN 1 WHEN @tries > 12 THEN 12 ELSE @tries END,
                                        @b1, @b2, @b3, @b4, @b5, @b6, @b7, @b8, @b9, @b10, @b11, @b12) END;
     IF @state = 'pending'
@@ -158,6 +174,9 @@ BEGIN
             COALESCE(@session, @held_session, N''),
             @start_at, @fin_at, @busy_ms,
             @outcome, COALESCE(@error, N''), @rows, COALESCE(@messages, N''));
+
+    -- Lock order 6: the run row of a job step (sql_jobs_step.go).
+` + stepFollow + `
 END;
 `
 

@@ -139,7 +139,8 @@ SELECT COUNT_BIG(*) FROM @gone;
 // runs it each second.
 var queueSettingsQuery = query{
 	name: "queue-settings",
-	text: readCommitted + `SELECT q.name, q.workers, q.max_running, q.paused, q.updated_at, q.updated_by, q.default_target
+	text: readCommitted + `SELECT q.name, q.workers, q.max_running, q.paused, q.updated_at, q.updated_by, q.default_target,
+       q.retry_interval_ms, q.retry_cap_ms
 FROM dbo.readpast_queues AS q
 ORDER BY q.name;
 `,

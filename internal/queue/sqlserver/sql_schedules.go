@@ -25,7 +25,7 @@ package sqlserver
 const scheduleColumns = `s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
        s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version,
        s.next_fire_at, s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id,
-       t.state, t.finished_at, s.created_at, s.created_by, s.updated_at, s.updated_by, s.target`
+       t.state, t.finished_at, s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, COALESCE(s.job_name, N'')`
 
 // defParams are the parameters of a schedule definition, scheduleDefArgs's.
 var defParams = []string{"cron", "time_zone", "queue", "body", "priority", "group_name", "max_attempts",
@@ -60,17 +60,17 @@ BEGIN TRAN;
 
 INSERT INTO dbo.readpast_schedules
     (name, cron, time_zone, queue, body, priority, group_name, max_attempts, timeout_ms,
-     transactional, paused, overlap, misfire, next_fire_at, target, created_by, updated_by)
+     transactional, paused, overlap, misfire, next_fire_at, target, created_by, updated_by, job_name)
 VALUES
     (@name, @cron, @time_zone, @queue, @body, @priority, @group_name, @max_attempts, @timeout_ms,
-     @transactional, @paused, @overlap, @misfire, @next_fire_at, @target, @actor, @actor);
+     @transactional, @paused, @overlap, @misfire, @next_fire_at, @target, @actor, @actor, @job_name);
 
 INSERT INTO dbo.readpast_audit (actor, action, target, detail)
 VALUES (@actor, N'create_schedule', CONCAT(N'schedule ', @name), @detail);
 
 COMMIT TRAN;
 `,
-	params: append([]string{"name", "actor", "detail"}, defParams...),
+	params: append([]string{"name", "actor", "detail", "job_name"}, defParams...),
 }
 
 // replaceScheduleBatch writes a new definition only at the version read, and
@@ -151,14 +151,21 @@ SELECT @deleted;
 // runColumns are the columns of schedule row s that scanRun reads, before any
 // extra ones.
 const runColumns = `s.id, s.name, s.queue, s.body, s.priority, s.group_name, s.max_attempts, s.timeout_ms,
-       s.transactional, COALESCE(s.last_task_id, 0), s.target`
+       s.transactional, COALESCE(s.last_task_id, 0), s.target, COALESCE(s.job_name, N'')`
 
 // unfinishedLastRun is true when schedule row s's latest run is pending or running.
-const unfinishedLastRun = `EXISTS (
+// A job's schedule's latest run is its job's: a Run now counts too.
+const unfinishedLastRun = `(EXISTS (
            SELECT 1
            FROM dbo.readpast_tasks AS t
            WHERE t.id = s.last_task_id
-             AND t.state IN ('pending', 'running'))`
+             AND t.state IN ('pending', 'running'))
+       OR EXISTS (
+           SELECT 1
+           FROM dbo.readpast_jobs AS j
+           JOIN dbo.readpast_job_runs AS r ON r.id = j.last_run_id
+           WHERE j.name = s.job_name
+             AND r.state = 'running'))`
 
 // runLockQuery locks the named schedule's row for a Run now (inside the
 // transaction RunSchedule began) and says whether the overlap policy skips it.

@@ -78,4 +78,5 @@ func (h *Handler) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	g.PATCH("/schedules/:name", h.updateSchedule, auth.NoStore, operate)
 	g.DELETE("/schedules/:name", h.deleteSchedule, auth.NoStore, operate)
 	g.POST("/schedules/:name/run", h.runSchedule, auth.NoStore, operate)
+	h.registerJobs(g, view, operate)
 }

@@ -26,12 +26,13 @@ type Queue struct {
 	Counts     map[string]int64 `json:"counts"` // every state, zeros included
 	// DefaultTarget is where its tasks that name no target run; null: the
 	// node's default target.
-	DefaultTarget *string `json:"default_target"`
+	DefaultTarget *string    `json:"default_target"`
+	Retry         *RetryJSON `json:"retry"` // the wait before a retry of its tasks; null: the default back-off
 }
 
 func toQueue(q queue.Queue) Queue {
 	o := Queue{Name: q.Name, Workers: q.Workers, MaxRunning: q.MaxRunning, Paused: q.Paused, DefaultTarget: orNull(q.DefaultTarget),
-		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}}
+		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}, Retry: toRetry(q.Retry)}
 	for _, st := range queue.States {
 		o.Counts[string(st)] = q.Counts[st]
 	}
@@ -84,9 +85,10 @@ func (o optional[T]) ptr() *T {
 
 // queuePatch is PATCH /api/queues/{name}; absent fields stay as they are.
 type queuePatch struct {
-	Workers    optional[int]  `json:"workers"`
-	MaxRunning optional[int]  `json:"max_running"` // null clears the limit
-	Paused     optional[bool] `json:"paused"`
+	Workers    optional[int]       `json:"workers"`
+	MaxRunning optional[int]       `json:"max_running"` // null clears the limit
+	Paused     optional[bool]      `json:"paused"`
+	Retry      optional[RetryJSON] `json:"retry"` // null: back to the default back-off
 	// DefaultTarget: null or "" clears it.
 	DefaultTarget optional[string] `json:"default_target"`
 }
@@ -99,8 +101,8 @@ func (h *Handler) updateQueue(c echo.Context) error {
 	}
 	var u queue.QueueUpdate
 	switch {
-	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set && !in.DefaultTarget.Set:
-		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running, paused or default_target"}
+	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set && !in.DefaultTarget.Set && !in.Retry.Set:
+		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running, paused, default_target or retry"}
 	case in.Workers.Null:
 		return &queue.ValidationError{Field: "workers", Reason: "cannot be null: give 0 to 1000 workers per node"}
 	case in.Paused.Null:
@@ -119,6 +121,12 @@ func (h *Handler) updateQueue(c echo.Context) error {
 	}
 	if in.DefaultTarget.Set {
 		u.DefaultTarget = &in.DefaultTarget.V // null: ""
+	}
+	if in.Retry.Null {
+		u.ClearRetry = true
+	} else if in.Retry.Set {
+		p := in.Retry.V.policy()
+		u.Retry = &p
 	}
 	q, err := h.d.Ops.UpdateQueue(c.Request().Context(), auth.Actor(c), request.PathParam(c, "name"), u)
 	if err != nil {

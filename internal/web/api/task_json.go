@@ -33,9 +33,10 @@ type taskIn struct {
 	// Target names where the body runs (docs/TARGETS.md); Targets makes a
 	// fan-out (POST /api/tasks only): one task per target or tag:NAME, at
 	// most FanOutLimit of them running at once.
-	Target      *string  `json:"target"`
-	Targets     []string `json:"targets"`
-	FanOutLimit *int     `json:"fanout_limit"`
+	Target      *string    `json:"target"`
+	Targets     []string   `json:"targets"`
+	FanOutLimit *int       `json:"fanout_limit"`
+	Retry       *RetryJSON `json:"retry"` // nil: the queue's policy, else the default back-off
 }
 
 // newTask converts and validates the input; prefix goes before field names in
@@ -91,6 +92,10 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 	var err error
 	if t.Timeout, err = timeoutOf(prefix, in.TimeoutSeconds); err != nil {
 		return queue.NewTask{}, err
+	}
+	if in.Retry != nil {
+		p := in.Retry.policy()
+		t.Retry = &p
 	}
 	n, err := t.Normalize(maxBody)
 	return n, prefixed(prefix, err)
@@ -214,4 +219,31 @@ func toTaskDetail(t *queue.Task, recs []queue.AttemptRecord) TaskDetail {
 		d.Log[i] = logs.FromRecord(r)
 	}
 	return d
+}
+
+// RetryJSON is a retry policy in the API (queue.RetryPolicy): a fixed wait of
+// interval_seconds, or with cap_seconds a wait doubling from it up to the cap.
+type RetryJSON struct {
+	IntervalSeconds float64  `json:"interval_seconds"`
+	CapSeconds      *float64 `json:"cap_seconds"`
+}
+
+func (r RetryJSON) policy() queue.RetryPolicy {
+	p := queue.RetryPolicy{Interval: time.Duration(r.IntervalSeconds * float64(time.Second))}
+	if r.CapSeconds != nil {
+		p.Cap = time.Duration(*r.CapSeconds * float64(time.Second))
+	}
+	return p
+}
+
+func toRetry(p *queue.RetryPolicy) *RetryJSON {
+	if p == nil {
+		return nil
+	}
+	r := &RetryJSON{IntervalSeconds: p.Interval.Seconds()}
+	if p.Cap > 0 {
+		c := p.Cap.Seconds()
+		r.CapSeconds = &c
+	}
+	return r
 }

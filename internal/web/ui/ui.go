@@ -103,6 +103,7 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.POST("/queues/:name", u.updateQueue, operate)
 	e.POST("/queues/:name/delete", u.deleteQueue, operate)
 	e.GET("/ws", u.hub.serve, view)
+	u.registerJobs(e, view, operate)
 }
 
 // CloseLive says goodbye to every live-update websocket (close code 1001, so

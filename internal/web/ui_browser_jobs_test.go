@@ -1,0 +1,109 @@
+package web
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// The DBA's story of issue 29 in the browser: define a three-step job with a
+// failure branch through the form (a go-to to a step that does not exist is
+// refused next to its field), see its flow drawn, run it, and watch the run
+// follow the failure branch to its end: check fails, notify runs, the run
+// ends failed, its strip and the duration chart say so.
+func TestBrowserJobWithFailureBranch(t *testing.T) {
+	t.Parallel()
+	tab, _ := newBrowser(t)
+	e := newUIEnv(t, uiOpts{dialect: browserDialect, node: true})
+	dir := screenshots(t)
+
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/jobs")))
+	loc := submit(t, tab, "#new-job")
+	require.Equal(t, e.srv.URL+"/jobs/new", loc)
+	fill := func(onFailure string) {
+		require.NoError(t, chromedp.Do(tab,
+			chromedp.SetValue(chromedp.ID("j-name"), "nightly-maint"),
+			chromedp.SetValue(chromedp.ID("j-category"), "maintenance"),
+			chromedp.SetValue(chromedp.ID("step-0-name"), "check"),
+			chromedp.SetValue(chromedp.ID("step-0-body"), "SELECT * FROM no_such_table_here"),
+			chromedp.SetValue(chromedp.ID("step-0-on-failure"), onFailure),
+			chromedp.SetValue(chromedp.ID("step-1-name"), "rebuild"),
+			chromedp.SetValue(chromedp.ID("step-1-body"), "SELECT 2"),
+			chromedp.SetValue(chromedp.ID("step-1-on-success"), "quit_success"),
+			chromedp.SetValue(chromedp.ID("step-1-on-failure"), "step:notify"),
+			chromedp.SetValue(chromedp.ID("step-2-name"), "notify"),
+			chromedp.SetValue(chromedp.ID("step-2-body"), "SELECT 3"),
+			chromedp.SetValue(chromedp.ID("step-2-on-success"), "quit_failure"),
+		))
+	}
+	// A go-to to a step the job does not have: refused, next to its field.
+	fill("step:notfy")
+	submit(t, tab, "#save-job")
+	require.Contains(t, textOf(tab, "#job-form .field-error"), `goes to step "notfy"`)
+	v, err := chromedp.Run(tab, chromedp.Value(chromedp.ID("step-2-name")))
+	require.NoError(t, err)
+	require.Equal(t, "notify", v, "the form keeps what was typed")
+
+	fill("step:notify")
+	loc = submit(t, tab, "#save-job")
+	require.Equal(t, e.srv.URL+"/jobs/nightly-maint", loc)
+	require.Contains(t, textOf(tab, ".flash"), "Job nightly-maint created with 3 steps")
+	// The flow: three boxes, check's failure arrow and rebuild's go to notify.
+	require.Equal(t, []string{"1. check", "2. rebuild", "3. notify"}, textsOf(tab, "#flow .step text"))
+	arrows := textsOf(tab, "#flow path.arrow-fail title")
+	require.Contains(t, arrows, "check failed: go to notify")
+	require.Contains(t, arrows, "rebuild failed: go to notify")
+	require.Contains(t, textsOf(tab, "#flow path.arrow-ok title"), "check succeeded: next step")
+	require.Contains(t, textsOf(tab, "#flow text.end title"), "notify: quit reporting failure")
+	shoot(t, tab, dir, "job-page")
+
+	// Run it, and watch it follow the failure branch.
+	loc = submit(t, tab, "#run-now")
+	require.True(t, strings.HasPrefix(loc, e.srv.URL+"/jobs/nightly-maint"), loc)
+	require.Contains(t, textOf(tab, ".flash"), "run 1 started")
+	require.Eventually(t, func() bool {
+		if _, err := chromedp.Run(tab, chromedp.Navigate(e.srv.URL+"/jobs/nightly-maint")); err != nil {
+			return false
+		}
+		return textOf(tab, "#run-1 .outcome") == "failed"
+	}, 60*time.Second, 200*time.Millisecond, "the run ends failed")
+	require.Equal(t, []string{"check", "notify"}, textsOf(tab, "#run-1 .strip .cell"))
+	cls, err := chromedp.Run(tab, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll('#run-1 .strip .cell')).map(function(e){return e.className})`))
+	require.NoError(t, err)
+	require.Contains(t, cls[0], "st-failed")
+	require.Contains(t, cls[1], "st-succeeded")
+	require.Contains(t, textOf(tab, "#run-1 .reason"), "notify succeeded: quit reporting failure")
+	n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll('#durations rect.bar.st-failed').length`))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the chart marks the failed run")
+	shoot(t, tab, dir, "job-run-failed")
+
+	// The run's own page: its steps in order, with their tasks.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/runs/1")))
+	require.Equal(t, "failed", textOf(tab, "#run-state .badge"))
+	require.Equal(t, []string{"check", "notify"}, textsOf(tab, "#run-steps td.name"))
+	require.Equal(t, []string{"failed", "succeeded"}, textsOf(tab, "#run-steps td.outcome"))
+	require.Contains(t, textOf(tab, "#run-steps .err-line"), "no_such_table_here")
+	shoot(t, tab, dir, "run-page")
+
+	// Edit: notify now quits with success; the flow drawn follows.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/jobs/nightly-maint")))
+	loc = submit(t, tab, "#edit-job")
+	require.Equal(t, e.srv.URL+"/jobs/nightly-maint/edit", loc)
+	v, err = chromedp.Run(tab, chromedp.Value(chromedp.ID("step-0-on-failure")))
+	require.NoError(t, err)
+	require.Equal(t, "step:notify", v, "the form holds the job's definition")
+	require.NoError(t, chromedp.Do(tab, chromedp.SetValue(chromedp.ID("step-2-on-success"), "quit_success")))
+	loc = submit(t, tab, "#save-job")
+	require.Equal(t, e.srv.URL+"/jobs/nightly-maint", loc)
+	require.Contains(t, textOf(tab, ".flash"), "Job nightly-maint saved with 3 steps")
+	require.Contains(t, textsOf(tab, "#flow text.end title"), "notify: quit reporting success")
+
+	// The jobs page shows its last run.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/jobs")))
+	require.Equal(t, "failed", textOf(tab, "#job-nightly-maint .last-run .badge"))
+}

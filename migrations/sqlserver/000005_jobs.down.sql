@@ -1,0 +1,15 @@
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+DROP INDEX readpast_tasks_run ON dbo.readpast_tasks;
+ALTER TABLE dbo.readpast_schedules DROP COLUMN job_name;
+ALTER TABLE dbo.readpast_queues DROP COLUMN retry_cap_ms;
+ALTER TABLE dbo.readpast_queues DROP COLUMN retry_interval_ms;
+ALTER TABLE dbo.readpast_tasks DROP COLUMN retry_cap_ms;
+ALTER TABLE dbo.readpast_tasks DROP COLUMN retry_interval_ms;
+ALTER TABLE dbo.readpast_tasks DROP COLUMN run_step;
+ALTER TABLE dbo.readpast_tasks DROP COLUMN run_id;
+DROP TABLE dbo.readpast_run_steps;
+DROP TABLE dbo.readpast_job_runs;
+DROP TABLE dbo.readpast_job_steps;
+DROP TABLE dbo.readpast_jobs;
+COMMIT TRANSACTION;
