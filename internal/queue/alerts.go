@@ -30,7 +30,8 @@ type AlertStore interface {
 	// due (by the database's clock), soonest first, to node for lease, and
 	// counts an attempt of each.
 	ClaimAlertDeliveries(ctx context.Context, node string, limit int, lease time.Duration) ([]AlertDelivery, error)
-	// EndAlertDelivery records how an attempt of a claimed delivery ended:
+	// EndAlertDelivery records how an attempt of a claimed delivery ended (a
+	// failed attempt's error stays the last error after a later success):
 	// sent, given up, or pending again at e.RetryAt. ErrLeaseLost when the
 	// attempt is not the delivery's current one (another node took it).
 	EndAlertDelivery(ctx context.Context, e AlertDeliveryEnd) error
@@ -39,10 +40,23 @@ type AlertStore interface {
 	AlertDeliveries(ctx context.Context, q AlertDeliveryQuery) ([]AlertDelivery, error)
 	// AlertConditions lists the conditions firing now.
 	AlertConditions(ctx context.Context) ([]AlertCondition, error)
+	// OldestPending returns, for each queue that is not paused, its oldest
+	// pending task by enqueue order (one index seek per queue, whatever
+	// the backlog), with the database's now: what the stuck-queue rule
+	// reads.
+	OldestPending(ctx context.Context) ([]QueueWait, error)
 	// PurgeAlerts deletes up to batch ended deliveries that ended before
 	// cutoff and up to batch events written before it that no node took
 	// (a cluster without alerts configured), and returns how many.
 	PurgeAlerts(ctx context.Context, cutoff time.Time, batch int) (int64, error)
+}
+
+// QueueWait is a queue's oldest pending task (OldestPending).
+type QueueWait struct {
+	Queue       string
+	TaskID      int64
+	AvailableAt time.Time // UTC
+	Now         time.Time // the database's clock when read
 }
 
 // AlertEventTaskFailed is the kind of event of a task that ended failed

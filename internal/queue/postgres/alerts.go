@@ -179,7 +179,7 @@ func (s *Store) EndAlertDelivery(ctx context.Context, e queue.AlertDeliveryEnd) 
 		state = queue.AlertFailed
 	}
 	tag, err := s.execTag(ctx, `UPDATE readpast_alert_deliveries
-		SET state = $1, next_at = COALESCE($2, now()), last_error = $3,
+		SET state = $1, next_at = COALESCE($2, now()), last_error = COALESCE(NULLIF($3, ''), last_error),
 		    ended_at = CASE WHEN $1 = 'pending' THEN NULL ELSE now() END
 		WHERE id = $4 AND claimed_by = $5 AND attempts = $6 AND state = 'pending'`,
 		state, nullTime(e.RetryAt), e.Error, e.ID, e.Node, e.Attempt)
@@ -240,4 +240,27 @@ func (s *Store) PurgeAlerts(ctx context.Context, cutoff time.Time, batch int) (i
 		SELECT id FROM readpast_alert_events WHERE visible_at < $1
 		 ORDER BY visible_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
 	return a + b, err
+}
+
+// OldestPending implements queue.AlertStore: one seek of readpast_tasks_list
+// per queue.
+func (s *Store) OldestPending(ctx context.Context) ([]queue.QueueWait, error) {
+	rows, err := s.pool.Query(ctx, `SELECT q.name, t.id, t.available_at, now() FROM readpast_queues q
+		CROSS JOIN LATERAL (SELECT p.id, p.available_at FROM readpast_tasks p
+		                    WHERE p.queue = q.name AND p.state = 'pending' ORDER BY p.id LIMIT 1) t
+		WHERE NOT q.paused ORDER BY q.name`)
+	if err != nil {
+		return nil, wrap(err, "reading the oldest pending tasks")
+	}
+	defer rows.Close()
+	var out []queue.QueueWait
+	for rows.Next() {
+		var w queue.QueueWait
+		if err := rows.Scan(&w.Queue, &w.TaskID, &w.AvailableAt, &w.Now); err != nil {
+			return nil, wrap(err, "reading the oldest pending tasks")
+		}
+		w.AvailableAt, w.Now = w.AvailableAt.UTC(), w.Now.UTC()
+		out = append(out, w)
+	}
+	return out, wrap(rows.Err(), "reading the oldest pending tasks")
 }

@@ -182,6 +182,7 @@ var alertTests = map[string]func(*testing.T, Harness){
 		sent := b.oneDelivery(t, "now")
 		require.Equal(t, queue.AlertSent, sent.State)
 		require.WithinDuration(t, time.Now(), sent.EndedAt, time.Minute)
+		require.Equal(t, "connection refused", sent.LastError, "the failed attempt's error stays")
 		require.ErrorIs(t, b.s.EndAlertDelivery(b.ctx, queue.AlertDeliveryEnd{ID: d.ID, Node: "n2", Attempt: 2, Sent: true}), queue.ErrLeaseLost,
 			"a sent delivery stays sent")
 		got, err = b.s.ClaimAlertDeliveries(b.ctx, "n1", 10, time.Minute)
@@ -281,5 +282,29 @@ var alertTests = map[string]func(*testing.T, Harness){
 		left, err := b.s.AlertDeliveries(b.ctx, queue.AlertDeliveryQuery{})
 		require.NoError(t, err)
 		require.Len(t, left, 3, "pending deliveries stay")
+	},
+}
+
+var alertReadTests = map[string]func(*testing.T, Harness){
+	// Each unpaused queue's oldest pending task by enqueue order, with the
+	// database's now; a paused queue and a queue with nothing pending are
+	// left out.
+	"oldest_pending_per_queue": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		ids := b.enqueue(t, queue.NewTask{Queue: "etl", Body: "a"}, queue.NewTask{Queue: "etl", Body: "b"},
+			queue.NewTask{Queue: "idle", Body: "c"}, queue.NewTask{Queue: "held", Body: "d"}, queue.NewTask{Queue: "later", Body: "e", Delay: time.Hour})
+		b.finish(t, b.claim(t, "idle", 1)[0], queue.OutcomeSucceeded, "")
+		paused := true
+		_, err := b.s.UpdateQueue(b.ctx, "held", queue.QueueUpdate{Paused: &paused, Actor: "operator:ann"})
+		require.NoError(t, err)
+		got, err := b.s.OldestPending(b.ctx)
+		require.NoError(t, err)
+		require.Len(t, got, 2, "%+v", got)
+		require.Equal(t, "etl", got[0].Queue)
+		require.Equal(t, ids[0], got[0].TaskID)
+		require.WithinDuration(t, time.Now(), got[0].Now, time.Minute)
+		require.False(t, got[0].AvailableAt.After(got[0].Now))
+		require.Equal(t, "later", got[1].Queue)
+		require.True(t, got[1].AvailableAt.After(got[1].Now), "a delayed task is not waiting yet")
 	},
 }

@@ -63,6 +63,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"audit", auditTests},
 		{"manage", manageTests},
 		{"alerts", alertTests},
+		{"alert_reads", alertReadTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -183,7 +183,7 @@ func (s *Store) ClaimAlertDeliveries(ctx context.Context, node string, limit int
 func (s *Store) EndAlertDelivery(ctx context.Context, e queue.AlertDeliveryEnd) error {
 	return s.write(ctx, fmt.Sprintf("ending alert delivery %d", e.ID), func(ctx context.Context, tx *sql.Tx, now int64) error {
 		state, next, ended := alertEndState(e, now)
-		r, err := tx.Exec(`UPDATE readpast_alert_deliveries SET state = ?, next_at = ?, last_error = ?, ended_at = ?
+		r, err := tx.Exec(`UPDATE readpast_alert_deliveries SET state = ?, next_at = ?, last_error = COALESCE(NULLIF(?, ''), last_error), ended_at = ?
 			WHERE id = ? AND claimed_by = ? AND attempts = ? AND state = 'pending'`,
 			state, next, e.Error, ended, e.ID, e.Node, e.Attempt)
 		if err != nil {
@@ -279,4 +279,28 @@ func (s *Store) PurgeAlerts(ctx context.Context, cutoff time.Time, batch int) (i
 		return nil
 	})
 	return n, err
+}
+
+// OldestPending implements queue.AlertStore: one seek of
+// readpast_tasks_queue_state per queue.
+func (s *Store) OldestPending(ctx context.Context) ([]queue.QueueWait, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT q.name, t.id, t.available_at FROM readpast_queues q
+		JOIN readpast_tasks t ON t.id = (SELECT p.id FROM readpast_tasks p WHERE p.queue = q.name AND p.state = 'pending' ORDER BY p.id LIMIT 1)
+		WHERE q.paused = 0 ORDER BY q.name`)
+	if err != nil {
+		return nil, fmt.Errorf("reading the oldest pending tasks: %w", err)
+	}
+	defer rows.Close()
+	now := fromMicros(s.now())
+	var out []queue.QueueWait
+	for rows.Next() {
+		var w queue.QueueWait
+		var avail int64
+		if err := rows.Scan(&w.Queue, &w.TaskID, &avail); err != nil {
+			return nil, fmt.Errorf("reading the oldest pending tasks: %w", err)
+		}
+		w.AvailableAt, w.Now = fromMicros(avail), now
+		out = append(out, w)
+	}
+	return out, rows.Err()
 }

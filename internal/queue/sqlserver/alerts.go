@@ -233,3 +233,22 @@ func (s *Store) PurgeAlerts(ctx context.Context, cutoff time.Time, batch int) (i
 func purgeAlertsArgs(cutoff time.Time, batch int) []any {
 	return []any{sql.Named("batch", batch), sql.Named("cutoff", datetime2(cutoff))}
 }
+
+// OldestPending implements queue.AlertStore.
+func (s *Store) OldestPending(ctx context.Context) ([]queue.QueueWait, error) {
+	rows, err := s.db.QueryContext(ctx, oldestPendingQuery.text)
+	if err != nil {
+		return nil, wrap("reading the oldest pending tasks", err)
+	}
+	var out []queue.QueueWait
+	for rows.Next() {
+		var w queue.QueueWait
+		if err := rows.Scan(&w.Queue, &w.TaskID, &w.AvailableAt, &w.Now); err != nil {
+			_ = rows.Close()
+			return nil, wrap("reading the oldest pending tasks", err)
+		}
+		w.AvailableAt, w.Now = w.AvailableAt.UTC(), w.Now.UTC()
+		out = append(out, w)
+	}
+	return out, wrap("reading the oldest pending tasks", closeRows(rows))
+}

@@ -148,7 +148,7 @@ var endAlertDeliveryBatch = query{
 	name: "end-alert-delivery",
 	text: readCommitted + `SET NOCOUNT ON;
 UPDATE dbo.readpast_alert_deliveries WITH (ROWLOCK)
-SET state = @state, next_at = COALESCE(@retry_at, SYSUTCDATETIME()), last_error = @error,
+SET state = @state, next_at = COALESCE(@retry_at, SYSUTCDATETIME()), last_error = COALESCE(NULLIF(@error, N''), last_error),
     ended_at = CASE WHEN @state = 'pending' THEN NULL ELSE SYSUTCDATETIME() END
 WHERE id = @id AND claimed_by = @node AND attempts = @attempt AND state = 'pending';
 SELECT @@ROWCOUNT;
@@ -197,4 +197,17 @@ WHERE id IN (
 SELECT @gone + @@ROWCOUNT;
 `,
 	params: []string{"batch", "cutoff"},
+}
+
+// oldestPendingQuery reads each unpaused queue's oldest pending task: one
+// seek of readpast_tasks_queue_state per queue (CROSS APPLY TOP (1)).
+var oldestPendingQuery = query{
+	name: "oldest-pending",
+	text: readCommitted + `SELECT q.name, t.id, t.available_at, SYSUTCDATETIME()
+FROM dbo.readpast_queues AS q
+CROSS APPLY (SELECT TOP (1) p.id, p.available_at FROM dbo.readpast_tasks AS p
+             WHERE p.queue = q.name AND p.state = 'pending' ORDER BY p.id) AS t
+WHERE q.paused = 0
+ORDER BY q.name;
+`,
 }

@@ -22,5 +22,6 @@ func alertBoundQueries() []boundQuery {
 		{alertDeliveriesQuery, alertDeliveriesArgs(10, "", 100)},
 		{alertConditionsQuery, nil},
 		{purgeAlertsBatch, purgeAlertsArgs(time.Now(), 100)},
+		{oldestPendingQuery, nil},
 	}
 }
