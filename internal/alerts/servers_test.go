@@ -78,9 +78,9 @@ type mail struct {
 // it receives. Mode "starttls" offers STARTTLS, "tls" speaks TLS from the
 // first byte, "plain" offers no TLS at all.
 type smtpServer struct {
-	Port int
-	mu   sync.Mutex
-	mail []mail
+	Port       int
+	mu         sync.Mutex
+	mail       []mail
 	user, pass string
 }
 
@@ -143,7 +143,10 @@ func (x *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 	x.m.From = from
 	return nil
 }
-func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error { x.m.To = append(x.m.To, to); return nil }
+func (x *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	x.m.To = append(x.m.To, to)
+	return nil
+}
 func (x *smtpSession) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
