@@ -27,6 +27,7 @@ type config struct {
 	OperatorToken string
 	ViewerToken   string
 	LogLevel      string
+	AlertsConfig  string
 }
 
 // ownFlags are the flags of the commands that take fewer than serve; a
@@ -105,6 +106,7 @@ func newFlagSet(prog string, getenv func(string) string, w io.Writer) (*flag.Fla
 	fs.IntVar(&c.MaxBodyBytes, "max-body", num("READPAST_MAX_BODY", "1048576"), "largest task body in bytes (env READPAST_MAX_BODY)")
 	fs.StringVar(&c.OperatorToken, "operator-token", env("READPAST_OPERATOR_TOKEN", ""), "secret for the operator role (env READPAST_OPERATOR_TOKEN)")
 	fs.StringVar(&c.ViewerToken, "viewer-token", env("READPAST_VIEWER_TOKEN", ""), "secret for the read-only viewer role (env READPAST_VIEWER_TOKEN)")
+	fs.StringVar(&c.AlertsConfig, "alerts-config", env("READPAST_ALERTS_CONFIG", ""), "JSON file of alert operators, channels and rules, readable by this user only (env READPAST_ALERTS_CONFIG; docs/ALERTS.md)")
 	fs.StringVar(&c.LogLevel, "log-level", env("READPAST_LOG_LEVEL", "info"), "debug, info, warn or error (env READPAST_LOG_LEVEL)")
 	return fs, c, errors.Join(bad...)
 }

@@ -56,6 +56,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return startFailed(ctx, log, err)
 	}
 	defer tgt.Close()
+	alerter, err := startAlerts(cfg, store, log)
+	if err != nil {
+		return err
+	}
 	metrics := web.NewMetrics()
 	node, err := workers.New(store, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: &cfg.Workers,
 		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, LogRetention: cfg.LogRetention, TaskRetention: cfg.TaskRetention,
@@ -72,7 +76,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	handler, err := web.New(web.Deps{Store: store, Node: node, Scheduler: scheduler, Logger: log, Version: version, Lease: cfg.Lease,
 		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken, MaxBodyBytes: cfg.MaxBodyBytes, Metrics: metrics,
-		TargetDialect: tgt.Dialect()})
+		TargetDialect: tgt.Dialect(), Alerts: alerter})
 	if err != nil {
 		return err
 	}
@@ -92,6 +96,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer stopScheduler()
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); _ = scheduler.Run(schedCtx) }()
+	alertsCtx, stopAlerts := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAlerts()
+	alertsDone := make(chan struct{})
+	go func() { defer close(alertsDone); _ = alerter.Run(alertsCtx) }()
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNode()
 	var wg sync.WaitGroup
@@ -124,6 +132,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	<-schedDone
 	stopNode()
 	wg.Wait()
+	stopAlerts()
+	<-alertsDone
 	return err
 }
 

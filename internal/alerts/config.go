@@ -109,6 +109,14 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 // DefaultWindow is an event rule's digest window when it sets none.
 const DefaultWindow = time.Minute
 
+// EffectiveWindow is an event rule's digest window; -1 for a condition rule.
+func (r Rule) EffectiveWindow() time.Duration {
+	if !kinds[r.Kind].isEvent() {
+		return -1
+	}
+	return r.window()
+}
+
 func (r Rule) window() time.Duration {
 	if r.Window == nil {
 		return DefaultWindow
