@@ -1,0 +1,52 @@
+package alerts_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/alerts"
+	"readpast/internal/queue"
+	"readpast/internal/schedule"
+	"readpast/internal/testenv"
+)
+
+// A schedule no node fires is late (and recovers once a scheduler fires
+// it); a fire skipped because the previous run is unfinished notifies
+// schedule_skipped.
+func TestScheduleLateAndSkipped(t *testing.T) {
+	e := testenv.New(t, testenv.SQLite)
+	rc := startReceiver(t, hookSecret, 0)
+	runAlerts(t, e.Store, fmt.Sprintf(`{"operators": [{"name": "ops", "webhooks": [{"name": "h", "url": "%s/x", "secret": %q}]}],
+		"rules": [{"name": "late", "kind": "schedule_late", "threshold": "1s", "recovery": true, "operators": ["ops"]},
+		          {"name": "skipped", "kind": "schedule_skipped", "operators": ["ops"]}]}`, rc.URL, hookSecret),
+		"n1", &syncBuffer{}, alerts.Options{CheckEvery: 100 * time.Millisecond})
+	_, err := schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "every-second", Cron: "* * * * * *",
+		Task: queue.ScheduleTask{Queue: "nobody-runs-this", Body: "SELECT 1"}}, "test")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(rc.accepted()) == 1 }, 20*time.Second, 20*time.Millisecond)
+	m := rc.messages(t, "/x")[0]
+	require.Equal(t, "late", m.Rule)
+	require.Contains(t, m.Text, "schedule every-second stopped firing")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = schedule.New(e.Store, slog.New(slog.DiscardHandler), schedule.Config{Poll: 50 * time.Millisecond}).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool { return len(rc.accepted()) == 3 }, 20*time.Second, 20*time.Millisecond)
+	byRule := map[string]alerts.Message{}
+	for _, m := range rc.messages(t, "/x")[1:] {
+		byRule[m.Rule] = m
+	}
+	require.Equal(t, "recovered", byRule["late"].State)
+	require.Contains(t, byRule["skipped"].Text, "its previous run was still unfinished (overlap skip)")
+	time.Sleep(500 * time.Millisecond)
+	require.Len(t, rc.accepted(), 3, "skipping on, it notifies once")
+}
