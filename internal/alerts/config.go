@@ -79,7 +79,7 @@ type Rule struct {
 	// was silent, a task ran, a schedule is late).
 	Threshold Duration `json:"threshold,omitempty"`
 	// Window is the digest window of event rules: every match of a window
-	// is one delivery per channel, sent when the window ends (default 1m;
+	// is one delivery per channel, sent when the window ends (default 30s;
 	// "0s" sends each match at once).
 	Window *Duration `json:"window,omitempty"`
 	// Recovery: time-based rules notify again when the condition ends.
@@ -106,8 +106,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes "5m0s".
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// DefaultWindow is an event rule's digest window when it sets none.
-const DefaultWindow = time.Minute
+// DefaultWindow is an event rule's digest window when it sets none: a
+// failure is told within the window and a second (well within a minute),
+// and a storm is at most one message per window per channel.
+const DefaultWindow = 30 * time.Second
 
 // EffectiveWindow is an event rule's digest window; -1 for a condition rule.
 func (r Rule) EffectiveWindow() time.Duration {

@@ -128,7 +128,7 @@ func TestAlertsAPIAndPageShowNoSecret(t *testing.T) {
 	require.True(t, a.Configured)
 	require.Equal(t, []alerts.OperatorInfo{{Name: "dba", Channels: []string{"email", "webhook:hook", "webhook:dead"}}}, a.Operators)
 	require.Len(t, a.Rules, 2)
-	require.Equal(t, "1m0s", *a.Rules[0].Window)
+	require.Equal(t, "30s", *a.Rules[0].Window)
 	require.Equal(t, "10m0s", *a.Rules[1].Threshold)
 
 	pageRes := call("GET", "/alerts", testViewerToken, "")
