@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,5 +307,101 @@ var alertReadTests = map[string]func(*testing.T, Harness){
 		require.False(t, got[0].AvailableAt.After(got[0].Now))
 		require.Equal(t, "later", got[1].Queue)
 		require.True(t, got[1].AvailableAt.After(got[1].Now), "a delayed task is not waiting yet")
+	},
+}
+
+var alertConcurrencyTests = map[string]func(*testing.T, Harness){
+	// Claimers racing for events and for deliveries each get their own:
+	// every row is handed out once.
+	"claims_are_disjoint": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		tasks := make([]queue.NewTask, 40)
+		for i := range tasks {
+			tasks[i] = queue.NewTask{Queue: "etl", Body: "x", MaxAttempts: 1}
+		}
+		b.enqueue(t, tasks...)
+		for _, task := range b.claim(t, "etl", 40) {
+			b.finish(t, task, queue.OutcomeFailed, "boom")
+		}
+		var ds []queue.NewAlertDelivery
+		for i := range 40 {
+			ds = append(ds, alertDelivery(fmt.Sprintf("d%d", i), 1))
+		}
+		_, err := b.s.WriteAlerts(b.ctx, queue.AlertWrite{Deliveries: ds})
+		require.NoError(t, err)
+		race := func(claim func(node string) ([]int64, error)) map[int64]string {
+			var mu sync.Mutex
+			got := map[int64]string{}
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					node := fmt.Sprintf("n%d", w)
+					for range 20 {
+						ids, err := claim(node)
+						require.NoError(t, err)
+						mu.Lock()
+						for _, id := range ids {
+							require.Empty(t, got[id], "row %d handed to %s and %s", id, got[id], node)
+							got[id] = node
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			return got
+		}
+		events := race(func(node string) ([]int64, error) {
+			ev, err := b.s.ClaimAlertEvents(b.ctx, node, 3, time.Minute)
+			out := make([]int64, len(ev))
+			for i, e := range ev {
+				out[i] = e.ID
+			}
+			return out, err
+		})
+		require.Len(t, events, 40)
+		deliveries := race(func(node string) ([]int64, error) {
+			d, err := b.s.ClaimAlertDeliveries(b.ctx, node, 3, time.Minute)
+			out := make([]int64, len(d))
+			for i, x := range d {
+				out[i] = x.ID
+			}
+			return out, err
+		})
+		require.Len(t, deliveries, 40)
+	},
+	// Nodes digesting the same window at once merge into one delivery
+	// counting every event, and nodes starting the same condition at once
+	// notify once.
+	"racing_adds_merge": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		var wg sync.WaitGroup
+		var started sync.Map
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 5 {
+					_, err := b.s.WriteAlerts(b.ctx, queue.AlertWrite{Deliveries: []queue.NewAlertDelivery{alertDelivery("window-1", 2)}})
+					require.NoError(t, err)
+				}
+				ok, err := b.s.WriteAlerts(b.ctx, queue.AlertWrite{Condition: &queue.AlertConditionChange{Key: "node-silent|n9", Firing: true},
+					Deliveries: []queue.NewAlertDelivery{alertDelivery(fmt.Sprintf("silent-%d", w), 1)}})
+				require.NoError(t, err)
+				if ok {
+					started.Store(w, true)
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, 40, b.oneDelivery(t, "window-1").Count)
+		n := 0
+		started.Range(func(any, any) bool { n++; return true })
+		require.Equal(t, 1, n, "one node started the condition")
+		all, err := b.s.AlertDeliveries(b.ctx, queue.AlertDeliveryQuery{})
+		require.NoError(t, err)
+		require.Len(t, all, 2, "the digest and one notice of the condition")
 	},
 }

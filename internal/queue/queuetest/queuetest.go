@@ -64,6 +64,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"manage", manageTests},
 		{"alerts", alertTests},
 		{"alert_reads", alertReadTests},
+		{"alert_concurrency", alertConcurrencyTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
