@@ -56,11 +56,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return startFailed(ctx, log, err)
 	}
 	defer tgt.Close()
-	alerter, err := startAlerts(cfg, store, log)
+	metrics := web.NewMetrics()
+	alerter, err := startAlerts(cfg, store, log, metrics.AlertObserver())
 	if err != nil {
 		return err
 	}
-	metrics := web.NewMetrics()
 	node, err := workers.New(store, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: &cfg.Workers,
 		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, LogRetention: cfg.LogRetention, TaskRetention: cfg.TaskRetention,
 		TargetIsStore: targetDSN == cfg.DSN, Logger: log, Observer: metrics})

@@ -98,6 +98,8 @@ func TestServeAlertsAndShowsNoSecret(t *testing.T) {
 		served.Write(b)
 	}
 	require.Contains(t, served.String(), "webhook:dead")
+	require.Contains(t, served.String(), `readpast_alert_sends_total{channel="webhook",result="sent"} 1`)
+	require.Contains(t, served.String(), `readpast_alert_sends_total{channel="email",result="failed"}`)
 	require.Equal(t, 0, srv.stop())
 	everything := served.String() + srv.logs.String()
 	for _, secret := range []string{serveSMTPPassword, serveHookSecret, serveURLToken} {

@@ -27,6 +27,13 @@ type Options struct {
 	Keep        time.Duration // how long ended deliveries stay listed (168h)
 	Logger      *slog.Logger
 	HTTPClient  *http.Client
+	Observer    Observer // counts sends; nil: none
+}
+
+// Observer is told how each send ended: channel is "email" or "webhook",
+// result "sent", "failed" (tried again later) or "given_up".
+type Observer interface {
+	Delivered(channel, result string)
 }
 
 func (o Options) withDefaults() Options {
@@ -241,6 +248,7 @@ func (r *Runner) deliver(ctx context.Context, d queue.AlertDelivery) {
 	err := r.send(sctx, d)
 	cancel()
 	end := queue.AlertDeliveryEnd{ID: d.ID, Node: r.opt.Node, Attempt: d.Attempts, Sent: err == nil}
+	defer r.observe(d, &end)
 	if err != nil {
 		end.Error = r.redact(err.Error())
 		end.GiveUp = errors.Is(err, errGone) || d.Attempts >= r.opt.MaxAttempts
@@ -257,6 +265,22 @@ func (r *Runner) deliver(ctx context.Context, d queue.AlertDelivery) {
 	if err := r.store.EndAlertDelivery(ectx, end); err != nil {
 		r.log.Warn("alerts: recording a delivery's end failed; it may be sent again (the receiver dedupes by alert id)", "alert", d.Key, "err", err)
 	}
+}
+
+// observe counts how a send ended.
+func (r *Runner) observe(d queue.AlertDelivery, end *queue.AlertDeliveryEnd) {
+	if r.opt.Observer == nil {
+		return
+	}
+	channel, _, _ := strings.Cut(d.Channel, ":")
+	result := "sent"
+	switch {
+	case end.GiveUp:
+		result = "given_up"
+	case !end.Sent:
+		result = "failed"
+	}
+	r.opt.Observer.Delivered(channel, result)
 }
 
 // backoff is the delay before retry n+1.
