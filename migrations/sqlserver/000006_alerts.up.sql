@@ -6,6 +6,13 @@
 -- when the fact does; nodes claim events with a lease (claimed_by,
 -- visible_at: hidden until the lease ends), turn them into deliveries and
 -- delete them in one transaction.
+
+-- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
+-- the transaction back on any error, and a batch cut short leaves it open until
+-- the migration's session ends, which rolls it back (migrations.Up).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+
 CREATE TABLE dbo.readpast_alert_events (
     id            bigint IDENTITY(1,1) NOT NULL CONSTRAINT readpast_alert_events_pk PRIMARY KEY CLUSTERED,
     at            datetime2(6) NOT NULL CONSTRAINT readpast_alert_events_at_df DEFAULT SYSUTCDATETIME(),
@@ -56,3 +63,5 @@ CREATE TABLE dbo.readpast_alert_conditions (
     since     datetime2(6) NOT NULL CONSTRAINT readpast_alert_conditions_since_df DEFAULT SYSUTCDATETIME(),
     detail    nvarchar(max) NOT NULL CONSTRAINT readpast_alert_conditions_detail_df DEFAULT N''
 );
+
+COMMIT TRANSACTION;
