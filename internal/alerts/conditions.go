@@ -56,19 +56,56 @@ func longRunningTasks(ctx context.Context, s queue.Store, r Rule, now time.Time)
 	if err != nil {
 		return nil, err
 	}
+	medians := map[string]time.Duration{} // per schedule, read once per check
 	var out []condition
 	for _, t := range tasks {
 		if len(r.Queues) > 0 && !slices.Contains(r.Queues, t.Queue) ||
-			len(r.Schedules) > 0 && !slices.Contains(r.Schedules, t.Schedule) {
+			len(r.Schedules) > 0 && !slices.Contains(r.Schedules, t.Schedule) || t.StartedAt.IsZero() {
 			continue
 		}
-		if ran := now.Sub(t.StartedAt); !t.StartedAt.IsZero() && ran > time.Duration(r.Threshold) {
+		limit, why := time.Duration(r.Threshold), "more than "+time.Duration(r.Threshold).String()
+		if r.MedianFactor > 0 && t.Schedule != "" {
+			med, ok := medians[t.Schedule]
+			if !ok {
+				if med, err = medianRun(ctx, s, t.Schedule, r.MedianRuns); err != nil {
+					return nil, err
+				}
+				medians[t.Schedule] = med
+			}
+			if med > 0 {
+				limit = time.Duration(r.MedianFactor * float64(med))
+				why = fmt.Sprintf("more than %g × the median of schedule %s's last runs (%s)", r.MedianFactor, t.Schedule, med.Round(time.Millisecond))
+			}
+		}
+		if ran := now.Sub(t.StartedAt); limit > 0 && ran > limit {
 			out = append(out, condition{Subject: fmt.Sprintf("task %d", t.ID),
-				Text: fmt.Sprintf("task %d in queue %s has been running for %s (more than %s)",
-					t.ID, t.Queue, ran.Round(time.Second), time.Duration(r.Threshold))})
+				Text: fmt.Sprintf("task %d in queue %s has been running for %s (%s)", t.ID, t.Queue, ran.Round(time.Second), why)})
 		}
 	}
 	return out, nil
+}
+
+// medianRun is the median duration of a schedule's last n (default 10)
+// successful runs, read as one keyset page of its tasks; 0 with fewer than 3.
+func medianRun(ctx context.Context, s queue.Store, sched string, n int) (time.Duration, error) {
+	if n <= 0 {
+		n = 10
+	}
+	runs, err := s.List(ctx, queue.ListParams{Schedule: sched, State: queue.StateSucceeded, Limit: n})
+	if err != nil {
+		return 0, err
+	}
+	var ds []time.Duration
+	for _, t := range runs {
+		if !t.StartedAt.IsZero() && t.FinishedAt.After(t.StartedAt) {
+			ds = append(ds, t.FinishedAt.Sub(t.StartedAt))
+		}
+	}
+	if len(ds) < 3 {
+		return 0, nil
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
 }
 
 func lateSchedules(ctx context.Context, s queue.Store, r Rule, now time.Time) ([]condition, error) {

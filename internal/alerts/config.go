@@ -82,6 +82,12 @@ type Rule struct {
 	// is one delivery per channel, sent when the window ends (default 30s;
 	// "0s" sends each match at once).
 	Window *Duration `json:"window,omitempty"`
+	// MedianFactor (task_long_running): a task a schedule made is long when
+	// it has run for more than this many times the median of its
+	// schedule's last MedianRuns (default 10) successful runs; at least 3
+	// are needed, else Threshold applies.
+	MedianFactor float64 `json:"median_factor,omitempty"`
+	MedianRuns   int     `json:"median_runs,omitempty"`
 	// Recovery: time-based rules notify again when the condition ends.
 	Recovery bool `json:"recovery,omitempty"`
 }
@@ -234,7 +240,10 @@ func (c *Config) Check() error {
 				bad("rule %s: operator %s is not defined in \"operators\"", r.Name, o)
 			}
 		}
-		if k.needsThreshold && r.Threshold <= 0 {
+		if r.MedianFactor < 0 || r.MedianRuns < 0 || r.MedianRuns > 100 || (r.MedianFactor > 0 && r.Kind != "task_long_running") {
+			bad("rule %s: median_factor is for task_long_running, above 0, over 3 to 100 median_runs", r.Name)
+		}
+		if k.needsThreshold && r.Threshold <= 0 && r.MedianFactor <= 0 {
 			bad("rule %s: kind %s needs a threshold (e.g. \"threshold\": \"10m\")", r.Name, r.Kind)
 		}
 		if !k.isEvent() && r.Window != nil {

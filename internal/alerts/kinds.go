@@ -56,7 +56,7 @@ var kinds = map[string]kind{
 	"task_long_running": {
 		conditions:     longRunningTasks,
 		needsThreshold: true,
-		doc:            "a task has been running longer than threshold; filters: queues, schedules",
+		doc:            "a task has been running longer than threshold, or than median_factor × the median of its schedule's last runs; filters: queues, schedules",
 	},
 	"schedule_late": {
 		conditions:     lateSchedules,

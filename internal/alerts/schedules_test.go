@@ -50,3 +50,37 @@ func TestScheduleLateAndSkipped(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	require.Len(t, rc.accepted(), 3, "skipping on, it notifies once")
 }
+
+// A scheduled task that runs k times longer than the median of its
+// schedule's last runs is long, whatever the absolute threshold.
+func TestLongRunAgainstTheMedianOfPastRuns(t *testing.T) {
+	e := testenv.New(t, testenv.SQLite)
+	rc := startReceiver(t, hookSecret, 0)
+	_, err := schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "hourly", Cron: "0 * * * *",
+		Task: queue.ScheduleTask{Queue: "etl", Body: "SELECT 1"}}, "test")
+	require.NoError(t, err)
+	claim := func() *queue.Task {
+		_, err := e.Store.RunSchedule(e.Ctx, "hourly", "test")
+		require.NoError(t, err)
+		got, err := e.Store.Claim(e.Ctx, queue.ClaimParams{Queue: "etl", Owner: "n0/w1", Limit: 1, LeaseDuration: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		return got[0]
+	}
+	for range 3 { // past runs of about 100 ms
+		task := claim()
+		time.Sleep(100 * time.Millisecond)
+		_, err := e.Store.Finish(e.Ctx, []queue.Attempt{{Lease: task.Lease(), Outcome: queue.OutcomeSucceeded}})
+		require.NoError(t, err)
+	}
+	runAlerts(t, e.Store, fmt.Sprintf(`{"operators": [{"name": "ops", "webhooks": [{"name": "h", "url": "%s/x", "secret": %q}]}],
+		"rules": [{"name": "slow", "kind": "task_long_running", "threshold": "1h", "median_factor": 5, "operators": ["ops"]}]}`, rc.URL, hookSecret),
+		"n1", &syncBuffer{}, alerts.Options{CheckEvery: 100 * time.Millisecond})
+	start := time.Now()
+	running := claim()
+	require.Eventually(t, func() bool { return len(rc.accepted()) == 1 }, 20*time.Second, 20*time.Millisecond)
+	require.Greater(t, time.Since(start), 400*time.Millisecond, "not before 5 × the median")
+	m := rc.messages(t, "/x")[0]
+	require.Contains(t, m.Text, fmt.Sprintf("task %d in queue etl has been running for", running.ID))
+	require.Contains(t, m.Text, "5 × the median of schedule hourly's last runs")
+}
