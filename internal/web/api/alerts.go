@@ -30,8 +30,11 @@ type AlertRule struct {
 	Schedules []string `json:"schedules"`
 	Threshold *string  `json:"threshold"`
 	Window    *string  `json:"window"`
-	Recovery  bool     `json:"recovery"`
-	Doc       string   `json:"doc"`
+	// MedianFactor: task_long_running against k × the median of the
+	// schedule's last runs.
+	MedianFactor *float64 `json:"median_factor"`
+	Recovery     bool     `json:"recovery"`
+	Doc          string   `json:"doc"`
 }
 
 // AlertCondition is a condition rule's subject firing now.
@@ -96,6 +99,9 @@ func toAlertRule(r alerts.RuleInfo) AlertRule {
 	if w := r.EffectiveWindow(); w >= 0 {
 		s := w.String()
 		out.Window = &s
+	}
+	if r.MedianFactor > 0 {
+		out.MedianFactor = &r.MedianFactor
 	}
 	return out
 }

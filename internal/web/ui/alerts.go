@@ -72,6 +72,9 @@ func (u *Pages) alertsPage(c echo.Context) error {
 			if r.Threshold > 0 {
 				timing = "after " + time.Duration(r.Threshold).String()
 			}
+			if r.MedianFactor > 0 {
+				timing = strings.TrimPrefix(timing+fmt.Sprintf(", or %g × its schedule's median run", r.MedianFactor), ", ")
+			}
 			if w := r.EffectiveWindow(); w >= 0 {
 				timing = "digest every " + w.String()
 			}
