@@ -141,10 +141,54 @@ func (r *Runner) digestEvents(ctx context.Context) {
 			return
 		}
 		r.log.Debug("alerts: events digested", "events", len(events), "deliveries", len(ds))
+		r.markFailingSchedules(ctx, events)
 		if len(events) < 500 {
 			return
 		}
 	}
+}
+
+// markFailingSchedules records, for each task_failed rule with Recovery, the
+// schedules whose run failed as a condition firing ("<rule>|schedule s"),
+// without a message of its own (the failure's digest is it): the check
+// ends it, with a recovery message, when the schedule's latest run
+// succeeds. Best effort: a node that dies between the digest and this
+// write loses that recovery message, never the failure's.
+func (r *Runner) markFailingSchedules(ctx context.Context, events []queue.AlertEvent) {
+	done := map[string]bool{}
+	for _, e := range events {
+		if e.Schedule == "" {
+			continue
+		}
+		for _, rule := range r.cfg.Rules {
+			k := kinds[rule.Kind]
+			key := conditionKey(rule, "schedule "+e.Schedule)
+			if !rule.Recovery || k.event != e.Kind || done[key] || !k.match(rule, e) {
+				continue
+			}
+			done[key] = true
+			c := &queue.AlertConditionChange{Key: key, Firing: true, Detail: eventSubject(e)}
+			if _, err := r.store.WriteAlerts(ctx, queue.AlertWrite{Condition: c}); err != nil {
+				r.log.Warn("alerts: recording a failing schedule failed; its recovery will not be told", "rule", rule.Name, "err", err)
+			}
+		}
+	}
+}
+
+// recoveredSchedules are the subjects ("schedule s") of an event rule's
+// failing schedules whose latest run has succeeded since.
+func recoveredSchedules(ctx context.Context, s queue.Store) (map[string]bool, error) {
+	scheds, err := s.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, sc := range scheds {
+		if sc.LastTaskState == queue.StateSucceeded {
+			out["schedule "+sc.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // checkConditions evaluates every condition rule: a subject wrong now and
@@ -157,8 +201,34 @@ func (r *Runner) checkConditions(ctx context.Context) {
 		return
 	}
 	now := time.Now()
+	var recovered map[string]bool // read once, when an event rule has schedules failing
 	for _, rule := range r.cfg.Rules {
 		k := kinds[rule.Kind]
+		if k.isEvent() && rule.Recovery {
+			prefix := conditionKey(rule, "")
+			for _, f := range firing {
+				subject, ok := strings.CutPrefix(f.Key, prefix)
+				if !ok {
+					continue
+				}
+				if recovered == nil {
+					if recovered, err = recoveredSchedules(ctx, r.store); err != nil {
+						r.log.Warn("alerts: reading schedules failed", "err", err)
+						return
+					}
+				}
+				if !recovered[subject] {
+					continue
+				}
+				c := condition{Subject: subject, Text: subject + " ran successfully again after: " + f.Detail}
+				w := queue.AlertWrite{Condition: &queue.AlertConditionChange{Key: f.Key},
+					Deliveries: r.cfg.conditionDeliveries(rule, c, false, f.Since)}
+				if _, err := r.store.WriteAlerts(ctx, w); err != nil {
+					r.log.Warn("alerts: recording a recovery failed", "rule", rule.Name, "err", err)
+				}
+			}
+			continue
+		}
 		if k.conditions == nil {
 			continue
 		}

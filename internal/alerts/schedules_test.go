@@ -84,3 +84,37 @@ func TestLongRunAgainstTheMedianOfPastRuns(t *testing.T) {
 	require.Contains(t, m.Text, fmt.Sprintf("task %d in queue etl has been running for", running.ID))
 	require.Contains(t, m.Text, "5 × the median of schedule hourly's last runs")
 }
+
+// A task_failed rule with recovery tells when the failed schedule's next
+// run succeeds.
+func TestFailedScheduleRecovers(t *testing.T) {
+	e := testenv.New(t, testenv.SQLite)
+	rc := startReceiver(t, hookSecret, 0)
+	_, err := schedule.Editor{Store: e.Store}.CreateSchedule(e.Ctx, queue.ScheduleDef{Name: "nightly", Cron: "0 1 * * *",
+		Task: queue.ScheduleTask{Queue: "etl", Body: "EXEC dbo.load", MaxAttempts: 1}}, "test")
+	require.NoError(t, err)
+	runAlerts(t, e.Store, fmt.Sprintf(`{"operators": [{"name": "ops", "webhooks": [{"name": "h", "url": "%s/x", "secret": %q}]}],
+		"rules": [{"name": "nightly", "kind": "task_failed", "schedules": ["nightly"], "window": "0s", "recovery": true, "operators": ["ops"]}]}`, rc.URL, hookSecret),
+		"n1", &syncBuffer{}, alerts.Options{CheckEvery: 100 * time.Millisecond})
+	run := func(o queue.Outcome) {
+		_, err := e.Store.RunSchedule(e.Ctx, "nightly", "test")
+		require.NoError(t, err)
+		got, err := e.Store.Claim(e.Ctx, queue.ClaimParams{Queue: "etl", Owner: "n0/w1", Limit: 1, LeaseDuration: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		_, err = e.Store.Finish(e.Ctx, []queue.Attempt{{Lease: got[0].Lease(), Outcome: o, Error: "Msg 2627, Level 14, State 1, Line 1: duplicate key"}})
+		require.NoError(t, err)
+	}
+	run(queue.OutcomeFailed)
+	require.Eventually(t, func() bool { return len(rc.accepted()) == 1 }, 20*time.Second, 20*time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
+	require.Len(t, rc.accepted(), 1, "no recovery while the failed run is the latest")
+	run(queue.OutcomeSucceeded)
+	require.Eventually(t, func() bool { return len(rc.accepted()) == 2 }, 20*time.Second, 20*time.Millisecond)
+	m := rc.messages(t, "/x")
+	require.Equal(t, "firing", m[0].State)
+	require.Contains(t, m[0].Title, "(schedule nightly)")
+	require.Equal(t, "recovered", m[1].State)
+	require.Equal(t, "task_failed", m[1].Kind)
+	require.Contains(t, m[1].Text, "schedule nightly ran successfully again")
+}
