@@ -28,8 +28,23 @@ func writeAlertEvent(tx *sql.Tx, now int64, a queue.Attempt) error {
 	return nil
 }
 
+// anyDue reports, on a reader, whether query finds a row due now: each
+// node polls every second, and a poll that finds nothing must not take the
+// one writer the claims wait for.
+func (s *Store) anyDue(ctx context.Context, query string) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, query, s.now()).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // ClaimAlertEvents implements queue.AlertStore.
 func (s *Store) ClaimAlertEvents(ctx context.Context, node string, limit int, lease time.Duration) ([]queue.AlertEvent, error) {
+	if due, err := s.anyDue(ctx, `SELECT 1 FROM readpast_alert_events WHERE visible_at <= ? LIMIT 1`); !due {
+		return nil, err
+	}
 	var out []queue.AlertEvent
 	err := s.write(ctx, "claiming alert events", func(ctx context.Context, tx *sql.Tx, now int64) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE readpast_alert_events SET claimed_by = ?, visible_at = ?
@@ -156,6 +171,9 @@ func scanAlertDelivery(rows *sql.Rows) (queue.AlertDelivery, error) {
 
 // ClaimAlertDeliveries implements queue.AlertStore.
 func (s *Store) ClaimAlertDeliveries(ctx context.Context, node string, limit int, lease time.Duration) ([]queue.AlertDelivery, error) {
+	if due, err := s.anyDue(ctx, `SELECT 1 FROM readpast_alert_deliveries WHERE state = 'pending' AND next_at <= ? LIMIT 1`); !due {
+		return nil, err
+	}
 	var out []queue.AlertDelivery
 	err := s.write(ctx, "claiming alert deliveries", func(ctx context.Context, tx *sql.Tx, now int64) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE readpast_alert_deliveries
