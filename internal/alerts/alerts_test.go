@@ -137,6 +137,21 @@ func TestFailedTaskEmailsItsOperator(t *testing.T) {
 			require.NotContains(t, logs.String(), smtpPass)
 		})
 	}
+	// With the default digest window, the e-mail comes within the window
+	// and a second: well within a minute.
+	t.Run("default_window_within_a_minute", func(t *testing.T) {
+		e := testenv.New(t, testenv.SQLite)
+		srv := startSMTP(t, "starttls", cert, smtpUser, smtpPass)
+		runAlerts(t, e.Store, `{`+smtpConfig(srv.Port, "starttls", caFile)+`,
+			"operators": [{"name": "dba", "email": ["dba@example.com"]}],
+			"rules": [{"name": "all", "kind": "task_failed", "operators": ["dba"]}]}`, "n1", &syncBuffer{}, alerts.Options{Poll: time.Second})
+		start := time.Now()
+		failTasks(t, e, "nightly", 1, "boom")
+		require.Eventually(t, func() bool { return len(srv.received()) == 1 }, time.Minute, 50*time.Millisecond)
+		took := time.Since(start)
+		t.Logf("the e-mail came %s after the failure", took.Round(time.Millisecond))
+		require.Less(t, took, alerts.DefaultWindow+3*time.Second)
+	})
 	t.Run("refuses_a_server_without_tls", func(t *testing.T) {
 		e := testenv.New(t, testenv.SQLite)
 		srv := startSMTP(t, "plain", cert, smtpUser, smtpPass)
