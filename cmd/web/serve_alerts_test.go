@@ -54,8 +54,8 @@ func TestServeRefusesAnAlertsConfigOthersCanRead(t *testing.T) {
 
 // A task that fails for good in a running node reaches the operator's
 // webhook; and nothing the run printed or served (its whole log at debug
-// level, the Alerts page, the alerts API, /metrics) holds a secret of the
-// configuration.
+// level, the Alerts page, the alerts API, /metrics, the store's file) holds
+// a secret of the configuration.
 func TestServeAlertsAndShowsNoSecret(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -86,7 +86,10 @@ func TestServeAlertsAndShowsNoSecret(t *testing.T) {
 	require.Contains(t, bodies[0], "no_such_table")
 	mu.Unlock()
 	// Let the failing channels fail and be logged.
-	require.Eventually(t, func() bool { return strings.Count(srv.logs.String(), "a delivery failed") >= 2 }, 20*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		l := srv.logs.String()
+		return strings.Count(l, "a delivery failed") >= 2 && strings.Contains(l, `msg="alerts: sent"`)
+	}, 20*time.Second, 20*time.Millisecond)
 
 	var served strings.Builder
 	for _, p := range []string{"/alerts", "/api/alerts", "/api/alerts/deliveries", "/metrics", "/audit", "/api/audit"} {
@@ -101,7 +104,16 @@ func TestServeAlertsAndShowsNoSecret(t *testing.T) {
 	require.Contains(t, served.String(), `readpast_alert_sends_total{channel="webhook",result="sent"} 1`)
 	require.Contains(t, served.String(), `readpast_alert_sends_total{channel="email",result="failed"}`)
 	require.Equal(t, 0, srv.stop())
-	everything := served.String() + srv.logs.String()
+	// Nor the store: every byte of the SQLite file and its write-ahead log.
+	var stored strings.Builder
+	for _, f := range []string{dsn, dsn + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			stored.Write(b)
+		}
+	}
+	require.Contains(t, stored.String(), "webhook:dead", "the deliveries are in the file read")
+	everything := served.String() + srv.logs.String() + stored.String()
 	for _, secret := range []string{serveSMTPPassword, serveHookSecret, serveURLToken} {
 		require.NotContains(t, everything, secret)
 	}
