@@ -39,7 +39,7 @@ const alertTxCommit = "COMMIT TRAN;"
 // deliveries; 0 rows: @node no longer holds it.
 var consumeAlertEventBatch = query{
 	name: "consume-alert-event",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 DELETE FROM dbo.readpast_alert_events WITH (ROWLOCK) WHERE id = @id AND claimed_by = @node;
 SELECT @@ROWCOUNT;
 `,
@@ -51,7 +51,7 @@ SELECT @@ROWCOUNT;
 // a second node starting the same condition waits here, then finds the row.
 var setAlertConditionBatch = query{
 	name: "set-alert-condition",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 DECLARE @n int = 0;
 IF NOT EXISTS (SELECT 1 FROM dbo.readpast_alert_conditions AS c WITH (UPDLOCK, HOLDLOCK) WHERE c.alert_key = @key)
 BEGIN
@@ -66,7 +66,7 @@ SELECT @n;
 // clearAlertConditionBatch ends a condition; 0 rows: it was not firing.
 var clearAlertConditionBatch = query{
 	name: "clear-alert-condition",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 DELETE FROM dbo.readpast_alert_conditions WITH (ROWLOCK) WHERE alert_key = @key;
 SELECT @@ROWCOUNT;
 `,
@@ -79,7 +79,7 @@ SELECT @@ROWCOUNT;
 // key waits for the first to commit instead of inserting beside it.
 var addAlertDeliveryBatch = query{
 	name: "add-alert-delivery",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 DECLARE @done int = 0;
 IF @once = 0
 BEGIN
@@ -110,7 +110,7 @@ END;
 // alertAuditBatch writes the audit row of an operator's alert action.
 var alertAuditBatch = query{
 	name: "alert-audit",
-	text: `SET NOCOUNT ON;
+	text: readCommitted + `SET NOCOUNT ON;
 INSERT INTO dbo.readpast_audit (actor, action, target, detail) VALUES (@actor, @action, @target, @detail);
 `,
 	params: []string{"actor", "action", "target", "detail"},
