@@ -142,6 +142,7 @@ func (r *Runner) digestEvents(ctx context.Context) {
 		}
 		r.log.Debug("alerts: events digested", "events", len(events), "deliveries", len(ds))
 		r.markFailingSchedules(ctx, events)
+		r.nudge() // a delivery with no window is due now
 		if len(events) < 500 {
 			return
 		}
