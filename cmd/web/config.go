@@ -30,8 +30,9 @@ type config struct {
 	LogLevel      string
 	// Targets are the named targets (config_targets.go); TargetSpecs what
 	// they parsed to.
-	Targets     targetFlags
-	TargetSpecs []target.Spec
+	Targets      targetFlags
+	TargetSpecs  []target.Spec
+	AlertsConfig string
 }
 
 // ownFlags are the flags of the commands that take fewer than serve; a
@@ -130,6 +131,7 @@ func newFlagSet(prog string, getenv func(string) string, w io.Writer) (*flag.Fla
 	fs.StringVar(&c.OperatorToken, "operator-token", env("READPAST_OPERATOR_TOKEN", ""), "secret for the operator role (env READPAST_OPERATOR_TOKEN)")
 	fs.StringVar(&c.ViewerToken, "viewer-token", env("READPAST_VIEWER_TOKEN", ""), "secret for the read-only viewer role (env READPAST_VIEWER_TOKEN)")
 	defineTargetFlags(fs, &c.Targets, env, dur)
+	fs.StringVar(&c.AlertsConfig, "alerts-config", env("READPAST_ALERTS_CONFIG", ""), "JSON file of alert operators, channels and rules, readable by this user only (env READPAST_ALERTS_CONFIG; docs/ALERTS.md)")
 	fs.StringVar(&c.LogLevel, "log-level", env("READPAST_LOG_LEVEL", "info"), "debug, info, warn or error (env READPAST_LOG_LEVEL)")
 	return fs, c, errors.Join(bad...)
 }

@@ -60,6 +60,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return startFailed(ctx, log, err)
 	}
 	metrics := web.NewMetrics()
+	alerter, err := startAlerts(cfg, store, log, metrics.AlertObserver())
+	if err != nil {
+		return err
+	}
 	node, err := workers.New(store, tgt, workers.Config{NodeID: cfg.NodeID, Version: version, DefaultWorkers: &cfg.Workers,
 		Poll: cfg.Poll, Lease: cfg.Lease, Grace: cfg.Grace, LogRetention: cfg.LogRetention, TaskRetention: cfg.TaskRetention,
 		TargetIsStore: targets.IsStore(target.DefaultName), Targets: targets, Logger: log, Observer: metrics})
@@ -75,7 +79,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	handler, err := web.New(web.Deps{Store: store, Node: node, Scheduler: scheduler, Logger: log, Version: version, Lease: cfg.Lease,
 		OperatorToken: cfg.OperatorToken, ViewerToken: cfg.ViewerToken, MaxBodyBytes: cfg.MaxBodyBytes, Metrics: metrics,
-		TargetDialect: tgt.Dialect(), Targets: targets})
+		TargetDialect: tgt.Dialect(), Targets: targets, Alerts: alerter})
 	if err != nil {
 		return err
 	}
@@ -96,6 +100,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); _ = scheduler.Run(schedCtx) }()
 	go targets.Watch(schedCtx, cfg.Targets.CheckEach)
+	alertsCtx, stopAlerts := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAlerts()
+	alertsDone := make(chan struct{})
+	go func() { defer close(alertsDone); _ = alerter.Run(alertsCtx) }()
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNode()
 	var wg sync.WaitGroup
@@ -128,6 +136,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	<-schedDone
 	stopNode()
 	wg.Wait()
+	stopAlerts()
+	<-alertsDone
 	return err
 }
 

@@ -28,6 +28,7 @@ type Store interface {
 	ScheduleStore
 	JobStore
 	AuditStore
+	AlertStore
 	Listener
 	Holder
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"readpast/internal/alerts"
 	"readpast/internal/queue"
 	"readpast/internal/target"
 	"readpast/internal/testenv"
@@ -30,11 +31,12 @@ const (
 
 // apiOpts shapes one API test server.
 type apiOpts struct {
-	tokens     bool            // operator and viewer tokens; false: local mode
-	node       bool            // run a real worker node on the store
-	maxRequest int64           // Deps.MaxRequestBytes
-	lease      time.Duration   // the node's lease; default 2s
-	dialect    testenv.Dialect // the store's
+	tokens     bool                             // operator and viewer tokens; false: local mode
+	node       bool                             // run a real worker node on the store
+	maxRequest int64                            // Deps.MaxRequestBytes
+	lease      time.Duration                    // the node's lease; default 2s
+	dialect    testenv.Dialect                  // the store's
+	alerts     func(queue.Store) *alerts.Runner // the node's alerts runner, made on the store
 }
 
 // apiEnv is a real server on a fresh store, reached over HTTP.
@@ -72,6 +74,9 @@ func newAPIEnv(t testing.TB, o apiOpts) *apiEnv {
 	if o.node {
 		e.node = runNode(t, s, dsn, workers.Config{NodeID: "api-test-node", Lease: o.lease, Observer: e.metrics})
 		d.Node = e.node
+	}
+	if o.alerts != nil {
+		d.Alerts = o.alerts(s)
 	}
 	var err error
 	e.server, err = New(d)

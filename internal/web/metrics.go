@@ -25,6 +25,7 @@ type Metrics struct {
 	claimDuration   *prometheus.HistogramVec
 	attempts        *prometheus.CounterVec
 	attemptDuration *prometheus.HistogramVec
+	alertSends      alertSends // metrics_alerts.go
 }
 
 var _ workers.Observer = (*Metrics)(nil)

@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"readpast/internal/alerts"
 	"readpast/internal/dialect"
 	"readpast/internal/ops"
 	"readpast/internal/queue"
@@ -75,6 +76,9 @@ type Deps struct {
 	// Targets are this node's targets (docs/TARGETS.md): the targets page
 	// reads their sessions' activity; nil: none.
 	Targets *target.Set
+	// Alerts is this node's alerts runner (the Alerts page, /api/alerts);
+	// nil: alerts are not configured.
+	Alerts *alerts.Runner
 }
 
 // Server is the dashboard and API; it is an http.Handler.
@@ -106,7 +110,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{echo: echo.New(), log: d.Logger, guard: guard,
 		pages: ui.New(ui.Deps{Store: d.Store, Ops: operations, Node: d.Node, Guard: guard, Version: d.Version,
-			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(bodies), Logger: d.Logger, Targets: d.Targets})}
+			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(bodies), Logger: d.Logger, Targets: d.Targets, Alerts: d.Alerts})}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -116,7 +120,7 @@ func New(d Deps) (*Server, error) {
 	view, operate := guard.RequireRole(auth.Viewer), guard.RequireRole(auth.Operator)
 	registerHealth(e, d.Store)
 	api.New(api.Deps{Store: d.Store, Ops: operations, NodeID: nodeID, Lease: d.Lease, MaxBodyBytes: d.MaxBodyBytes,
-		MaxRequestBytes: d.MaxRequestBytes, Logger: d.Logger}).Register(e, view, operate)
+		MaxRequestBytes: d.MaxRequestBytes, Logger: d.Logger, Alerts: d.Alerts}).Register(e, view, operate)
 	metrics, err := newMetricsHandler(d)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"readpast/internal/alerts"
 	"readpast/internal/queue"
 	"readpast/internal/testenv"
 	"readpast/internal/web/auth"
@@ -25,6 +26,7 @@ type uiOpts struct {
 	dialect        testenv.Dialect // the store's
 	node           bool            // run a real worker node on the store
 	defaultWorkers int
+	alerts         func(queue.Store) *alerts.Runner // the node's alerts runner, made on the store
 }
 
 // uiEnv is the dashboard on a fresh store in local mode (every request acts
@@ -61,6 +63,9 @@ func newUIEnv(t *testing.T, o uiOpts) *uiEnv {
 		e.node = runNode(t, s, dsn, workers.Config{NodeID: "ui-test-node", Lease: 3 * time.Second,
 			DefaultWorkers: size, TargetIsStore: true})
 		d.Node = e.node
+	}
+	if o.alerts != nil {
+		d.Alerts = o.alerts(s)
 	}
 	e.server, err = New(d)
 	require.NoError(t, err)

@@ -88,8 +88,20 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 	return out, nil
 }
 
-const endSQL = `SELECT out_ord, out_state, out_retry_at
-	FROM readpast_end_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+// endSQL ends the attempts and, in the same statement, writes the alert
+// event of each task that failed for good (docs/ALERTS.md): the insert reads
+// the function's answers, so a batch of successes inserts nothing. The task's
+// queue and schedule are read as the statement's snapshot has them, which
+// ending an attempt does not change.
+const endSQL = `WITH ended AS MATERIALIZED (
+		SELECT out_ord, out_state, out_retry_at
+		FROM readpast_end_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)),
+	events AS (
+		INSERT INTO readpast_alert_events (kind, task_id, queue, schedule_name, outcome, attempts, error)
+		SELECT 'task_failed', t.id, t.queue, t.schedule_name, ($5::text[])[e.out_ord], t.attempts, ($6::text[])[e.out_ord]
+		FROM ended e JOIN readpast_tasks t ON t.id = ($3::bigint[])[e.out_ord]
+		WHERE e.out_state = 'failed')
+	SELECT out_ord, out_state, out_retry_at FROM ended`
 
 // releaseUncountedSQL is a release of which some attempts a fault stopped:
 // readpast_end_attempts and the give-back of those attempts, in one call.

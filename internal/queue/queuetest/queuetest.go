@@ -66,6 +66,9 @@ func Exercise(t *testing.T, h Harness) {
 		{"jobs", jobTests},
 		{"job_schedules", jobScheduleTests},
 		{"retry_policy", retryPolicyTests},
+		{"alerts", alertTests},
+		{"alert_reads", alertReadTests},
+		{"alert_concurrency", alertConcurrencyTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -105,6 +105,11 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 	if err := logAttempt(tx, now, a, attempts, q); err != nil {
 		return res, err
 	}
+	if next == queue.StateFailed {
+		if err := writeAlertEvent(tx, now, a); err != nil {
+			return res, err
+		}
+	}
 	if chain.Valid && next.Finished() {
 		if err := chainEnded(tx, now, chain.String, a.TaskID, stage, next); err != nil {
 			return res, err

@@ -20,6 +20,9 @@
 //  4. readpast_groups rows (finish decrements)
 //  5. readpast_counts and readpast_throughput rows (the rollups)
 //  6. inserts into readpast_attempts and readpast_audit (new keys: nobody waits)
+//  7. the run row of a job step's task, then the next step's new task
+//     (sql_jobs_step.go)
+//  8. inserts into readpast_alert_events (new keys: nobody waits)
 //
 // New queue, group and chain names are inserted by enqueue in a short
 // transaction of their own, before the one that writes the tasks, with plain

@@ -175,8 +175,16 @@ BEGIN
             @start_at, @fin_at, @busy_ms,
             @outcome, COALESCE(@error, N''), @rows, COALESCE(@messages, N''));
 
-    -- Lock order 6: the run row of a job step (sql_jobs_step.go).
+    -- Lock order 7: the run row of a job step (sql_jobs_step.go).
 ` + stepFollow + `
+    -- Lock order 8: the alert outbox (docs/ALERTS.md). A task that failed for
+    -- good leaves one event row, written with its end; only then, so a
+    -- success costs nothing more. A new row of its own: it waits for no one.
+    IF @state = 'failed'
+        INSERT INTO dbo.readpast_alert_events (kind, task_id, queue, schedule_name, outcome, attempts, error)
+        SELECT 'task_failed', t.id, t.queue, t.schedule_name, @outcome, t.attempts, COALESCE(@error, N'')
+        FROM dbo.readpast_tasks AS t
+        WHERE t.id = @id;
 END;
 `
 

@@ -55,7 +55,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(append(scheduleBoundQueries(t), jobBoundQueries(t)...), []boundQuery{
+	return append(append(append(scheduleBoundQueries(t), jobBoundQueries(t)...), alertBoundQueries()...), []boundQuery{
 		{claimBatch, claim},
 		{finishBatch, finish},
 		{markCommittedBatch, []any{sql.Named("id", int64(1)), sql.Named("token", int64(2))}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"readpast/internal/alerts"
 	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/web/auth"
@@ -29,6 +30,8 @@ type Deps struct {
 	// max(8 MiB, 2×MaxBodyBytes + 1 MiB).
 	MaxRequestBytes int64
 	Logger          *slog.Logger
+	// Alerts is this node's alerts runner; nil: alerts are not configured.
+	Alerts *alerts.Runner
 }
 
 // Handler serves the API.
@@ -79,4 +82,7 @@ func (h *Handler) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	g.DELETE("/schedules/:name", h.deleteSchedule, auth.NoStore, operate)
 	g.POST("/schedules/:name/run", h.runSchedule, auth.NoStore, operate)
 	h.registerJobs(g, view, operate)
+	g.GET("/alerts", h.getAlerts, auth.NoStore, view)
+	g.GET("/alerts/deliveries", h.listAlertDeliveries, auth.NoStore, view)
+	g.POST("/alerts/test", h.sendAlertTest, auth.NoStore, operate)
 }

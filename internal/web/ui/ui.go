@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"readpast/internal/alerts"
 	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/sqlscript"
@@ -38,6 +39,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Targets are this node's targets (docs/TARGETS.md); nil: none.
 	Targets *target.Set
+	// Alerts is this node's alerts runner; nil: alerts are not configured.
+	Alerts *alerts.Runner
 }
 
 // Pages serves the dashboard's pages and forms.
@@ -48,6 +51,7 @@ type Pages struct {
 	hub     *liveHub
 	version string
 	syntax  sqlscript.Syntax
+	alerts  *alerts.Runner
 }
 
 // Page sizes: one screen of a laptop, a little more for the log.
@@ -64,7 +68,7 @@ func New(d Deps) *Pages {
 	v := newViews(d.Store, d.Node, d.Lease, d.Logger)
 	v.targets, v.ops = d.Targets, d.Ops
 	return &Pages{views: v, ops: d.Ops, guard: d.Guard, hub: newLiveHub(v, defaultLiveOptions()),
-		version: d.Version, syntax: d.Syntax}
+		version: d.Version, syntax: d.Syntax, alerts: d.Alerts}
 }
 
 // Register adds the pages, their form posts and the live websocket. Reading
@@ -89,6 +93,8 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.POST("/groups/:name", u.updateGroup, operate)
 	e.GET("/audit", u.audit, view)
 	e.GET("/audit/export", u.exportAudit, view)
+	e.GET("/alerts", u.alertsPage, view)
+	e.POST("/alerts/test", u.sendAlertTest, operate)
 	e.GET("/schedules", u.schedules, view)
 	e.GET("/schedules/new", u.newScheduleForm, operate)
 	e.POST("/schedules/new", u.createSchedule, operate)

@@ -1,0 +1,11 @@
+-- All or nothing: golang-migrate sends the file as one batch; XACT_ABORT rolls
+-- the transaction back on any error, and a batch cut short leaves it open until
+-- the migration's session ends, which rolls it back (migrations.Up).
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+
+DROP TABLE dbo.readpast_alert_conditions;
+DROP TABLE dbo.readpast_alert_deliveries;
+DROP TABLE dbo.readpast_alert_events;
+
+COMMIT TRANSACTION;
