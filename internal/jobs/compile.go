@@ -81,8 +81,11 @@ func Compile(d Definition, owner string, maxBody int) (queue.NewJob, []string, e
 		if s.RetryInterval < 0 || time.Duration(s.RetryInterval) > 24*time.Hour {
 			return bad(field("retry_interval"), "is %s: use 0 (the queue's back-off) up to 24h", time.Duration(s.RetryInterval))
 		}
-		if s.Target != "" && !queue.ValidQueueName(s.Target) {
-			return bad(field("target"), "%q is not a target name: use 1 to 64 letters, digits, '_', '.', ':' or '-'", s.Target)
+		if err := queue.CheckTargetName(field("target"), s.Target); err != nil {
+			return queue.NewJob{}, nil, err
+		}
+		if s.Transactional && s.Target != "" && s.Target != queue.TargetStore {
+			return bad(field("target"), "is %q but the step is transactional: its body commits with its end in the store's transaction, so it runs only on the store (target %q); drop transactional or the target", s.Target, queue.TargetStore)
 		}
 		p := queue.PlanStep{Name: s.Name, Body: s.Body, Target: s.Target, Timeout: time.Duration(s.Timeout),
 			Transactional: s.Transactional, MaxAttempts: s.RetryAttempts + 1, RetryInterval: time.Duration(s.RetryInterval).Round(time.Millisecond)}

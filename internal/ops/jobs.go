@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 
 	"readpast/internal/jobs"
 	"readpast/internal/queue"
@@ -20,6 +21,9 @@ func (o *Ops) jobs() jobs.Editor {
 func (o *Ops) CreateJob(ctx context.Context, actor string, d jobs.Definition) (*queue.Job, []string, error) {
 	ctx, cancel := Bound(ctx)
 	defer cancel()
+	if err := o.checkStepTargets(ctx, d); err != nil {
+		return nil, nil, err
+	}
 	return o.jobs().Create(ctx, d, actor)
 }
 
@@ -28,9 +32,12 @@ func (o *Ops) CreateJob(ctx context.Context, actor string, d jobs.Definition) (*
 // with each job it read from msdb (enabled false, so it does not run beside
 // the Agent it came from).
 func (o *Ops) CreateJobFromJSON(ctx context.Context, actor string, body []byte, enabled bool) (*queue.Job, []string, error) {
-	ctx, cancel := Bound(ctx)
-	defer cancel()
-	return o.jobs().CreateFromJSON(ctx, body, enabled, actor)
+	d, err := jobs.Parse(body)
+	if err != nil {
+		return nil, nil, &queue.ValidationError{Field: "body", Reason: err.Error()}
+	}
+	d.Enabled = &enabled
+	return o.CreateJob(ctx, actor, d)
 }
 
 // ReplaceJob writes d over the job of its name; runs under way keep the plan
@@ -38,7 +45,21 @@ func (o *Ops) CreateJobFromJSON(ctx context.Context, actor string, body []byte, 
 func (o *Ops) ReplaceJob(ctx context.Context, actor string, d jobs.Definition) (*queue.Job, []string, error) {
 	ctx, cancel := Bound(ctx)
 	defer cancel()
+	if err := o.checkStepTargets(ctx, d); err != nil {
+		return nil, nil, err
+	}
 	return o.jobs().Replace(ctx, d, actor)
+}
+
+// checkStepTargets refuses a step whose target no node of the cluster has
+// configured, as an enqueue refuses a task's (checkTargets).
+func (o *Ops) checkStepTargets(ctx context.Context, d jobs.Definition) error {
+	for i, st := range d.Steps {
+		if err := o.checkTargets(ctx, fmt.Sprintf("steps[%d].target", i), []string{st.Target}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DeleteJob removes a job; its runs stay in the history.

@@ -215,7 +215,7 @@ func RunCancelledReason(actor string) string { return "cancelled by " + actor }
 func StepTask(q string, s PlanStep, createdBy string) NewTask {
 	p := DefaultPriority
 	t := NewTask{Queue: q, Body: s.Body, Priority: &p, MaxAttempts: s.MaxAttempts, Timeout: s.Timeout,
-		Transactional: s.Transactional, CreatedBy: createdBy}
+		Transactional: s.Transactional, CreatedBy: createdBy, Target: s.Target}
 	if s.RetryInterval > 0 {
 		t.Retry = &RetryPolicy{Interval: s.RetryInterval} // Agent's retry interval: fixed
 	}

@@ -115,9 +115,9 @@ DECLARE
 BEGIN
     INSERT INTO readpast_queues (name) VALUES (p_queue) ON CONFLICT DO NOTHING;
     INSERT INTO readpast_tasks (queue, body, max_attempts, timeout_ms, transactional, created_by,
-                                run_id, run_step, retry_interval_ms)
+                                run_id, run_step, retry_interval_ms, target)
     SELECT p_queue, s.body, s.max_attempts, s.timeout_ms, s.transactional, p_created_by,
-           p_run, p_step, nullif(s.retry_interval_ms, 0)
+           p_run, p_step, nullif(s.retry_interval_ms, 0), s.target
       FROM readpast_run_steps s WHERE s.run_id = p_run AND s.step_index = p_step
     RETURNING id INTO v_id;
     IF v_id IS NULL THEN

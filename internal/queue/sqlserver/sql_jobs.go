@@ -195,9 +195,9 @@ BEGIN
     WHERE s.job_id = @job_id;
 
     INSERT INTO dbo.readpast_tasks WITH (ROWLOCK)
-        (queue, body, max_attempts, timeout_ms, transactional, created_by, run_id, run_step, retry_interval_ms)
+        (queue, body, max_attempts, timeout_ms, transactional, created_by, run_id, run_step, retry_interval_ms, target)
     SELECT @queue, s.body, s.max_attempts, s.timeout_ms, s.transactional, @created_by, @run_id, @from,
-           NULLIF(s.retry_interval_ms, 0)
+           NULLIF(s.retry_interval_ms, 0), s.target
     FROM dbo.readpast_run_steps AS s
     WHERE s.run_id = @run_id AND s.step_index = @from;
     SET @task_id = SCOPE_IDENTITY();

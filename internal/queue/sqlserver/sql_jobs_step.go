@@ -76,9 +76,9 @@ const stepFollow = `
             BEGIN
                 -- The next step's task: a new row nobody waits on.
                 INSERT INTO dbo.readpast_tasks WITH (ROWLOCK)
-                    (queue, body, max_attempts, timeout_ms, transactional, created_by, run_id, run_step, retry_interval_ms)
+                    (queue, body, max_attempts, timeout_ms, transactional, created_by, run_id, run_step, retry_interval_ms, target)
                 SELECT @run_queue, s.body, s.max_attempts, s.timeout_ms, s.transactional, CONCAT(N'job:', @run_job),
-                       @run_id, @next_step, NULLIF(s.retry_interval_ms, 0)
+                       @run_id, @next_step, NULLIF(s.retry_interval_ms, 0), s.target
                 FROM dbo.readpast_run_steps AS s
                 WHERE s.run_id = @run_id AND s.step_index = @next_step;
                 SET @next_task = SCOPE_IDENTITY();
