@@ -106,9 +106,6 @@ func Convert(j Job, o Options) Converted {
 		stepsOK = stepsOK && ok
 		doc.Steps = append(doc.Steps, sd)
 	}
-	if !stepsOK {
-		return skipJob("a step above cannot be converted, and leaving it out would change what the job does")
-	}
 	c.Lines = append(c.Lines, jobNotes(j)...)
 
 	for _, s := range j.Schedules {
@@ -126,6 +123,11 @@ func Convert(j Job, o Options) Converted {
 		for _, cr := range crons {
 			doc.Schedules = append(doc.Schedules, ScheduleDoc{Cron: cr, TimeZone: o.TimeZone})
 		}
+	}
+	if !stepsOK {
+		// The schedules are still reported: the DBA who changes the step
+		// in Agent and imports again knows what else to expect.
+		return skipJob("a step above cannot be converted, and leaving it out would change what the job does")
 	}
 	c.Doc = doc
 	return c

@@ -63,7 +63,7 @@ var weekdays = [7]string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday",
 // a sentence a DBA acts on.
 func (s Schedule) Crons(today int) ([]string, string) {
 	if !s.Enabled {
-		return nil, "is disabled in Agent, so it runs nothing; enable it in ReadPast by hand if it should run"
+		return nil, "is disabled in Agent, so it runs nothing"
 	}
 	if reason := s.dateRange(today); reason != "" {
 		return nil, reason

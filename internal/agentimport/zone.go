@@ -51,9 +51,10 @@ func ReadClock(ctx context.Context, db *sql.DB, zone string) (Clock, error) {
 	return c, nil
 }
 
-// clockQuery reads the server's UTC offset in minutes and its date (style 112
-// is YYYYMMDD).
-const clockQuery = `SELECT DATEPART(TZOFFSET, SYSDATETIMEOFFSET()), CAST(CONVERT(char(8), SYSDATETIME(), 112) AS int);`
+// clockQuery reads the server's UTC offset in minutes and its date as
+// YYYYMMDD, by arithmetic (Babelfish ignores CONVERT's style 112).
+const clockQuery = `DECLARE @now datetimeoffset = SYSDATETIMEOFFSET();
+SELECT DATEPART(TZOFFSET, @now), YEAR(@now) * 10000 + MONTH(@now) * 100 + DAY(@now);`
 
 // serverZone asks the server for its time zone and names it in IANA's terms.
 func serverZone(ctx context.Context, db *sql.DB) (string, error) {
