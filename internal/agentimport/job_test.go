@@ -21,7 +21,9 @@ func tsql(id int, name, command string, change ...func(*Step)) Step {
 func onSuccess(a, step int) func(*Step) {
 	return func(s *Step) { s.OnSuccessAction, s.OnSuccessStepID = a, step }
 }
-func onFail(a, step int) func(*Step) { return func(s *Step) { s.OnFailAction, s.OnFailStepID = a, step } }
+func onFail(a, step int) func(*Step) {
+	return func(s *Step) { s.OnFailAction, s.OnFailStepID = a, step }
+}
 
 var opts = Options{TimeZone: "Europe/Paris", Today: today}
 
