@@ -31,10 +31,19 @@ type StepDoc struct {
 }
 
 // ScheduleDoc is one schedule of a Document: a five-field cron expression in
-// an IANA time zone.
+// an IANA time zone, with Agent's overlap and misfire behaviour (docs/
+// SCHEDULES.md, "Coming from SQL Server Agent"): a start while the job runs
+// is skipped, and starts missed while the service was down do not run.
 type ScheduleDoc struct {
 	Cron     string `json:"cron"`
 	TimeZone string `json:"time_zone"`
+	Overlap  string `json:"overlap"`
+	Misfire  string `json:"misfire"`
+}
+
+// agentSchedule is a cron line in zone with Agent's overlap and misfire.
+func agentSchedule(cron, zone string) ScheduleDoc {
+	return ScheduleDoc{Cron: cron, TimeZone: zone, Overlap: "skip", Misfire: "skip"}
 }
 
 // JSON encodes d as the API takes it, indented, with '<', '>' and '&' in

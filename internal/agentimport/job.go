@@ -121,7 +121,7 @@ func Convert(j Job, o Options) Converted {
 				len(crons), strings.Join(crons, "; "))})
 		}
 		for _, cr := range crons {
-			doc.Schedules = append(doc.Schedules, ScheduleDoc{Cron: cr, TimeZone: o.TimeZone})
+			doc.Schedules = append(doc.Schedules, agentSchedule(cr, o.TimeZone))
 		}
 	}
 	if !stepsOK {

@@ -78,7 +78,9 @@ func TestConvertMapsStepsAndFlow(t *testing.T) {
   "schedules": [
     {
       "cron": "0 1 * * *",
-      "time_zone": "Europe/Paris"
+      "time_zone": "Europe/Paris",
+      "overlap": "skip",
+      "misfire": "skip"
     }
   ]
 }
@@ -191,7 +193,7 @@ func TestConvertSplitSchedule(t *testing.T) {
 	j := Job{Name: "j", StartStepID: 1, Enabled: true, Steps: []Step{tsql(1, "a", "SELECT 1")},
 		Schedules: []Schedule{at(freqDaily, 1, every(subdayMinutes, 45, 80000, 100000))}}
 	c := Convert(j, opts)
-	require.Equal(t, []ScheduleDoc{{Cron: "0,45 8 * * *", TimeZone: "Europe/Paris"}, {Cron: "30 9 * * *", TimeZone: "Europe/Paris"}}, c.Doc.Schedules)
+	require.Equal(t, []ScheduleDoc{agentSchedule("0,45 8 * * *", "Europe/Paris"), agentSchedule("30 9 * * *", "Europe/Paris")}, c.Doc.Schedules)
 	require.Equal(t, []string{`job "j", schedule "s": check: fires at minutes that differ from hour to hour, so it became 2 cron schedules (0,45 8 * * *; 30 9 * * *) that together fire at Agent's times`},
 		lineStrings(c.Lines))
 }
