@@ -15,7 +15,9 @@ import (
 // (and a few around them), biased towards the ones that convert.
 func randomSchedule(r *rand.Rand) Schedule {
 	pick := func(vs ...int) int { return vs[r.IntN(len(vs))] }
-	hms := func() int { return r.IntN(24)*10000 + pick(0, 0, 0, 5, 15, 30, 45, r.IntN(60))*100 + pick(0, 0, 0, 0, 30) }
+	hms := func() int {
+		return r.IntN(24)*10000 + pick(0, 0, 0, 5, 15, 30, 45, r.IntN(60))*100 + pick(0, 0, 0, 0, 30)
+	}
 	s := Schedule{Name: "r", Enabled: r.IntN(20) > 0, FreqType: pick(1, 4, 4, 8, 8, 16, 32, 64, 128),
 		FreqSubdayType: pick(1, 1, 2, 4, 4, 8), FreqRecurrenceFactor: pick(0, 1, 1, 1, 2, 3),
 		ActiveStartDate: pick(0, 20200101, 20200101, today, 20270301), ActiveEndDate: pick(noEndDate, noEndDate, noEndDate, 20251231, 20271231),
