@@ -56,12 +56,19 @@ func ReadClock(ctx context.Context, db *sql.DB, zone string) (Clock, error) {
 const clockQuery = `DECLARE @now datetimeoffset = SYSDATETIMEOFFSET();
 SELECT DATEPART(TZOFFSET, @now), YEAR(@now) * 10000 + MONTH(@now) * 100 + DAY(@now);`
 
-// serverZone asks the server for its time zone and names it in IANA's terms.
+// serverZone asks the server for its time zone and names it in IANA's terms:
+// CURRENT_TIMEZONE_ID() on SQL Server 2022 and Azure SQL Managed Instance;
+// before 2022, on Windows, the zone's key name in the registry, which
+// xp_regread reads for a sysadmin (the query DBAs use; undocumented, so only
+// a fallback).
 func serverZone(ctx context.Context, db *sql.DB) (string, error) {
 	var windows string
 	if err := db.QueryRowContext(ctx, `SELECT CURRENT_TIMEZONE_ID();`).Scan(&windows); err != nil {
-		return "", fmt.Errorf("the server did not say its time zone (CURRENT_TIMEZONE_ID() needs SQL Server 2022 or Azure SQL Managed Instance: %v): give it with --time-zone, e.g. --time-zone Europe/Paris",
-			sqlrun.DescribeMSSQL(err))
+		var value string
+		if regErr := db.QueryRowContext(ctx, registryZone).Scan(&value, &windows); regErr != nil || windows == "" {
+			return "", fmt.Errorf("the server did not say its time zone (CURRENT_TIMEZONE_ID() needs SQL Server 2022 or Azure SQL Managed Instance: %v): give it with --time-zone, e.g. --time-zone Europe/Paris",
+				sqlrun.DescribeMSSQL(err))
+		}
 	}
 	if iana, ok := windowsZones[windows]; ok {
 		return iana, nil
@@ -71,6 +78,10 @@ func serverZone(ctx context.Context, db *sql.DB) (string, error) {
 	}
 	return "", fmt.Errorf("the server's time zone %q has no IANA name this import knows: give it with --time-zone, e.g. --time-zone Europe/Paris", windows)
 }
+
+// registryZone reads Windows' time zone key name ("Romance Standard Time").
+const registryZone = `EXEC master.dbo.xp_regread N'HKEY_LOCAL_MACHINE',
+    N'SYSTEM\CurrentControlSet\Control\TimeZoneInformation', N'TimeZoneKeyName';`
 
 func formatOffset(d time.Duration) string {
 	sign := "+"
