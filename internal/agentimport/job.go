@@ -106,7 +106,9 @@ func Convert(j Job, o Options) Converted {
 		stepsOK = stepsOK && ok
 		doc.Steps = append(doc.Steps, sd)
 	}
-	c.Lines = append(c.Lines, jobNotes(j)...)
+	if stepsOK {
+		c.Lines = append(c.Lines, jobNotes(j)...)
+	}
 
 	for _, s := range j.Schedules {
 		subject := fmt.Sprintf("schedule %q", s.Name)
