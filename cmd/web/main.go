@@ -40,6 +40,7 @@ func commands() []command {
 		{"migrate", "[up|status]", "apply the schema to the store (up, the default), or report its version (status)", migrateCmd},
 		{"bench", "", "measure this build on a scratch database (docs/BENCHMARKS.md)", benchCmd},
 		{"selftest", "", "prove ReadPast's guarantees on this server, in a scratch database (docs/SQLSERVER.md)", selftestCmd},
+		{"import-agent", "", "import SQL Server Agent's jobs from msdb as paused ReadPast jobs, or print them with --dry-run (docs/JOBS.md)", importAgentCmd},
 		{"service", "install|uninstall|start|stop|status", "install ReadPast as a Windows service, systemd unit or launchd daemon running serve, or act on it (docs/INSTALL.md)", serviceCmd},
 		{"version", "", "print the version, commit and build date", versionCmd},
 	}
@@ -82,8 +83,12 @@ func usage(w io.Writer, cmds []command) {
 	fmt.Fprintln(w, "ReadPast: a durable SQL task queue, its workers and its dashboard, in one binary.")
 	fmt.Fprintln(w, "\nUsage: readpast [command] [flags]")
 	fmt.Fprintln(w, "\nCommands:")
+	width := 0
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nFlags of %s, each with a READPAST_* environment default (`readpast <command> --help` gives another command's):\n\n", cmds[0].name)
 	fs, _, _ := newFlagSet("readpast "+cmds[0].name, func(string) string { return "" }, w)
