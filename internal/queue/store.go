@@ -27,6 +27,7 @@ type Store interface {
 	LogStore
 	ScheduleStore
 	AuditStore
+	BulkStore
 	Listener
 	Holder
 }

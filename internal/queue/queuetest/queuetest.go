@@ -62,6 +62,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"checks", checkTests},
 		{"audit", auditTests},
 		{"manage", manageTests},
+		{"bulk", bulkTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

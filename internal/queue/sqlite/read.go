@@ -149,7 +149,10 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 // listSQL is List's query, a keyset page newest first. Each filter reads an
 // index in id order; a group's and a schedule's hold one range per state
 // (migrations/*/000001_baseline), and every state of one is a merge of their newest rows.
-func listSQL(p queue.ListParams) (string, []any) {
+func listSQL(p queue.ListParams) (string, []any) { return listSQLOf(taskColumns, p) }
+
+// listSQLOf is listSQL reading cols.
+func listSQLOf(cols string, p queue.ListParams) (string, []any) {
 	limit := p.Limit // checked and defaulted by queue.Checked
 	var where []string
 	var args []any
@@ -176,10 +179,10 @@ func listSQL(p queue.ListParams) (string, []any) {
 		add("id < ?", p.Before)
 	}
 	if p.EveryStateOfGroupOrSchedule() {
-		q, args := mergedPage(taskColumns, "readpast_tasks", where, args, "state", queue.States, limit)
+		q, args := mergedPage(cols, "readpast_tasks", where, args, "state", queue.States, limit)
 		return q, args
 	}
-	q, args := keysetPage(taskColumns, "readpast_tasks", where, args, limit)
+	q, args := keysetPage(cols, "readpast_tasks", where, args, limit)
 	return q, args
 }
 

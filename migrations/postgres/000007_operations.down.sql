@@ -1,0 +1,1 @@
+DROP TABLE readpast_bulk_ops;
