@@ -60,12 +60,13 @@ type Ops struct {
 	node      Node
 	sched     Scheduler
 	schedules schedule.Editor // holds the body limit too
+	bulkWake  chan struct{}   // StartBulk wakes RunBulks
 }
 
 // New returns the operations on d.Store.
 func New(d Deps) *Ops {
 	return &Ops{store: d.Store, node: d.Node, sched: d.Scheduler,
-		schedules: schedule.Editor{Store: d.Store, MaxBodyBytes: d.MaxBodyBytes}}
+		schedules: schedule.Editor{Store: d.Store, MaxBodyBytes: d.MaxBodyBytes}, bulkWake: make(chan struct{}, 1)}
 }
 
 // wake tells this node's idle workers of the queue about new work.
