@@ -92,6 +92,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer stopScheduler()
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); _ = scheduler.Run(schedCtx) }()
+	bulkDone := make(chan struct{})
+	go func() { defer close(bulkDone); handler.RunBulks(schedCtx) }()
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNode()
 	var wg sync.WaitGroup
@@ -122,6 +124,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	stopScheduler()
 	<-schedDone
+	<-bulkDone
 	stopNode()
 	wg.Wait()
 	return err

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -140,12 +141,11 @@ type TaskPage struct {
 // listTasks is GET /api/tasks?state=&queue=&group=&chain=&schedule=&limit=&cursor=,
 // newest first; next_cursor (the last id) fetches the next page.
 func (h *Handler) listTasks(c echo.Context) error {
-	q, err := queryParams(c, "state", "queue", "group", "chain", "schedule", "limit", "cursor")
+	q, err := queryParams(c, slices.Concat(taskFilterNames, []string{"limit", "cursor"})...)
 	if err != nil {
 		return err
 	}
-	p := queue.ListParams{State: queue.State(q.Get("state")), Queue: q.Get("queue"), Group: q.Get("group"), Chain: q.Get("chain"),
-		Schedule: q.Get("schedule")}
+	p := taskFilterOf(q).Params(0, 0)
 	limit, err := intParam(q, "limit", 1)
 	if err != nil {
 		return err
