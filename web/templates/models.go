@@ -19,6 +19,7 @@ type Page struct {
 	Live       Live // which live view the websocket should follow; empty: none
 	Totals     []StateCount
 	Flash      string // a one-line notice after a redirect
+	Refresh    int    // seconds after which the page reloads itself (a bulk operation's progress); 0: never
 }
 
 // Live names the websocket view of a page and its query (the page's filters).
@@ -120,6 +121,7 @@ type Tasks struct {
 	Newest *Link // back to the first page
 	Older  *Link
 	Error  string
+	Bulk   []BulkLink // "Cancel all N matching": the filter's bulk actions
 }
 
 // TaskRow is one task in a table.

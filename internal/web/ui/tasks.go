@@ -46,6 +46,11 @@ func (u *Pages) tasks(c echo.Context) error {
 	for _, t := range list {
 		v.Rows = append(v.Rows, taskRow(t, now, v.CanOperate, back))
 	}
+	if err == nil && len(list) > 0 {
+		if v.Bulk, err = u.bulkLinks(c, p); err != nil {
+			return err
+		}
+	}
 	v.Newest, v.Older = pages("/tasks", tasksQuery(p), p.Before, len(list), tasksPageSize, lastTaskID(list))
 	return render(c, status, templates.TasksPage(v))
 }

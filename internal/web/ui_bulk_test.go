@@ -1,0 +1,110 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+	"readpast/internal/testenv"
+)
+
+// runBulks runs the server's bulk runner until the test ends.
+func (e *uiEnv) runBulks() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.server.RunBulks(ctx) }()
+	e.t.Cleanup(func() { cancel(); <-done })
+}
+
+// enqueueMany enqueues n tasks of queue q, delayed so that nothing claims them.
+func (e *uiEnv) enqueueMany(q string, n int) {
+	e.t.Helper()
+	tasks := make([]queue.NewTask, n)
+	for i := range tasks {
+		tasks[i] = queue.NewTask{Queue: q, Body: fmt.Sprintf("SELECT %d", i), Delay: time.Hour}
+	}
+	e.enqueue(tasks...)
+}
+
+// The tasks page offers the bulk actions of its filter with the count; the
+// confirmation counts and describes the filter; the form starts the
+// operation and its page follows it to the end.
+func TestBulkPages(t *testing.T) {
+	t.Parallel()
+	eachDialect(t, func(t *testing.T, d testenv.Dialect) {
+		e := newUIEnv(t, uiOpts{dialect: d})
+		e.runBulks()
+		e.enqueueMany("etl", 3)
+		e.enqueueMany("keep", 1)
+
+		p := e.get("/tasks?queue=etl&state=pending")
+		require.Equal(t, http.StatusOK, p.status)
+		require.Contains(t, p.body, `href="/tasks/bulk?action=cancel&amp;queue=etl&amp;state=pending"`)
+		require.Contains(t, p.body, "Cancel all 3 matching")
+		require.NotContains(t, p.body, "Retry all", "retry does not apply to pending tasks")
+
+		p = e.get("/tasks/bulk?action=cancel&queue=etl&state=pending")
+		require.Equal(t, http.StatusOK, p.status)
+		require.Contains(t, p.body, "Cancel 3 tasks?")
+		require.Contains(t, p.body, "state pending, queue etl")
+		require.Equal(t, http.StatusBadRequest, e.get("/tasks/bulk?action=drop&queue=etl").status)
+		require.Equal(t, http.StatusBadRequest, e.get("/tasks/bulk?action=cancel&state=done").status)
+		require.Contains(t, e.get("/tasks/bulk?action=delete&queue=none").body, "No task matches")
+
+		p = e.post("/tasks/bulk", url.Values{"action": {"cancel"}, "queue": {"etl"}, "state": {"pending"}})
+		require.Equal(t, http.StatusSeeOther, p.status, "%s", p.body)
+		require.True(t, strings.HasPrefix(p.location, "/bulk/"), p.location)
+		require.Eventually(t, func() bool {
+			return strings.Contains(e.get(p.location).body, "Finished: 3 tasks done, 0 skipped.")
+		}, time.Minute, 50*time.Millisecond)
+		page := e.get(p.location)
+		require.NotContains(t, page.body, `http-equiv="refresh"`, "a finished operation's page stops reloading")
+		require.Equal(t, http.StatusNotFound, e.get("/bulk/999").status)
+
+		n, err := e.store.CountTasks(e.ctx, queue.ListParams{Queue: "keep", State: queue.StatePending}, 10)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "another queue is left alone")
+	})
+}
+
+// In a browser: "Cancel all 250 matching" on the tasks page of a filter,
+// the confirmation with the count, and the progress page that follows the
+// operation, in batches, to its end.
+func TestBrowserBulkCancelByFilter(t *testing.T) {
+	t.Parallel()
+	tab, _ := newBrowser(t)
+	e := newUIEnv(t, uiOpts{dialect: browserDialect})
+	e.runBulks()
+	e.enqueueMany("etl", 250)
+	e.enqueueMany("keep", 3)
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/tasks?queue=etl&state=pending")))
+	link := "#bulk-actions a"
+	require.Equal(t, "Cancel all 250 matching", textOf(tab, link))
+
+	loc := submit(t, tab, link)
+	require.Equal(t, e.srv.URL+"/tasks/bulk?action=cancel&queue=etl&state=pending", loc)
+	require.Equal(t, "Cancel 250 tasks?", textOf(tab, "#bulk-question"))
+	shoot(t, tab, screenshots(t), "bulk-confirm")
+
+	loc = submit(t, tab, "#bulk-confirm")
+	require.True(t, strings.HasPrefix(loc, e.srv.URL+"/bulk/"), loc)
+	require.Eventually(t, func() bool { return textOf(tab, "#bulk-status") == "Finished: 250 tasks done, 0 skipped." },
+		time.Minute, 100*time.Millisecond, "the page follows the operation to its end")
+	require.Equal(t, "250", textOf(tab, "#bulk-done"))
+	shoot(t, tab, screenshots(t), "bulk-done")
+
+	n, err := e.store.CountTasks(e.ctx, queue.ListParams{Queue: "etl", State: queue.StateCancelled}, 1000)
+	require.NoError(t, err)
+	require.Equal(t, int64(250), n)
+	n, err = e.store.CountTasks(e.ctx, queue.ListParams{Queue: "keep", State: queue.StatePending}, 1000)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+}
