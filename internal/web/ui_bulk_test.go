@@ -108,3 +108,56 @@ func TestBrowserBulkCancelByFilter(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
 }
+
+// A finished task's page offers Requeue, Delete and "Clone and edit": the
+// clone fills the enqueue form with its fields, requeue makes a new task,
+// delete removes it with its log rows.
+func TestTaskRequeueDeleteClonePages(t *testing.T) {
+	t.Parallel()
+	eachDialect(t, func(t *testing.T, d testenv.Dialect) {
+		e := newUIEnv(t, uiOpts{dialect: d})
+		prio := 7
+		ids := e.enqueue(queue.NewTask{Queue: "rq", Body: "SELECT 'cloned'", Priority: &prio, Group: "gq", MaxAttempts: 2, Timeout: 90 * time.Second})
+		claimed, err := e.store.Claim(e.ctx, queue.ClaimParams{Queue: "rq", Owner: "t/w", Limit: 1, LeaseDuration: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.NotContains(t, e.get(fmt.Sprintf("/tasks/%d", ids[0])).body, "/requeue", "a running task is not requeued")
+		_, err = e.store.Finish(e.ctx, []queue.Attempt{{Lease: claimed[0].Lease(), Outcome: queue.OutcomeSucceeded, StartedAt: time.Now(), FinishedAt: time.Now()}})
+		require.NoError(t, err)
+
+		p := e.get(fmt.Sprintf("/tasks/%d", ids[0]))
+		require.Contains(t, p.body, fmt.Sprintf(`action="/tasks/%d/requeue"`, ids[0]))
+		require.Contains(t, p.body, fmt.Sprintf(`action="/tasks/%d/delete"`, ids[0]))
+		require.Contains(t, p.body, fmt.Sprintf(`href="/tasks/new?clone=%d"`, ids[0]))
+
+		form := e.get(fmt.Sprintf("/tasks/new?clone=%d", ids[0]))
+		require.Equal(t, http.StatusOK, form.status)
+		for _, want := range []string{`SELECT &#39;cloned&#39;</textarea>`, `name="queue" value="rq"`, `name="priority" value="7"`,
+			`name="group" value="gq"`, `name="max_attempts" value="2"`, `name="timeout_seconds" value="90"`} {
+			require.Contains(t, form.body, want)
+		}
+		require.Equal(t, http.StatusBadRequest, e.get("/tasks/new?clone=x").status)
+		require.Equal(t, http.StatusNotFound, e.get("/tasks/new?clone=999999").status)
+
+		r := e.post(fmt.Sprintf("/tasks/%d/requeue", ids[0]), url.Values{})
+		require.Equal(t, http.StatusSeeOther, r.status, "%s", r.body)
+		require.NotEqual(t, fmt.Sprintf("/tasks/%d", ids[0]), r.location)
+		var again int64
+		_, err = fmt.Sscanf(r.location, "/tasks/%d", &again)
+		require.NoError(t, err)
+		nt, err := e.store.Get(e.ctx, again)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatePending, nt.State)
+		require.Equal(t, "SELECT 'cloned'", nt.Body)
+
+		r = e.post(fmt.Sprintf("/tasks/%d/delete", again), url.Values{})
+		require.Equal(t, http.StatusSeeOther, r.status)
+		_, err = e.store.Get(e.ctx, again)
+		require.NoError(t, err, "a pending task is not deleted")
+		r = e.post(fmt.Sprintf("/tasks/%d/delete", ids[0]), url.Values{})
+		require.Equal(t, http.StatusSeeOther, r.status)
+		require.Equal(t, "/tasks", r.location)
+		_, err = e.store.Get(e.ctx, ids[0])
+		require.ErrorIs(t, err, queue.ErrNotFound)
+	})
+}

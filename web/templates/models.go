@@ -157,6 +157,7 @@ type TaskDetail struct {
 	Body     string
 	Error    string
 	Actions  []Action
+	CloneURL string // the enqueue form filled with this task ("clone and edit"); "" for a viewer
 	Attempts []AttemptRow
 }
 

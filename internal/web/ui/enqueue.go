@@ -26,6 +26,13 @@ const maxScriptBlocks = 1000
 // GO-separated blocks become the stages of one chain). ?queue= preselects a queue.
 func (u *Pages) enqueueForm(c echo.Context) error {
 	v := templates.Enqueue{Script: c.QueryParam("mode") == "script", Task: templates.TaskForm{Queue: c.QueryParam("queue")}}
+	if clone := c.QueryParam("clone"); clone != "" {
+		form, err := u.cloneForm(c, clone)
+		if err != nil {
+			return err
+		}
+		v.Task, v.Script = form, false
+	}
 	return u.renderEnqueue(c, http.StatusOK, v)
 }
 

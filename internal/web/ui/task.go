@@ -49,7 +49,8 @@ func (u *views) taskView(ctx context.Context, id int64, operate bool) (templates
 		v.Why = "cancellation requested: the worker stops the statement at its next heartbeat"
 	}
 	if operate {
-		v.Actions = taskActions(t, taskURL(t.ID))
+		v.Actions = append(taskActions(t, taskURL(t.ID)), finishedTaskActions(t)...)
+		v.CloneURL = cloneURL(t.ID)
 	}
 	for _, a := range attempts {
 		v.Attempts = append(v.Attempts, attemptRow(a, now))

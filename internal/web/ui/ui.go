@@ -75,6 +75,8 @@ func (u *Pages) Register(e *echo.Echo, view, operate echo.MiddlewareFunc) {
 	e.GET("/tasks/:id", u.task, view)
 	e.POST("/tasks/:id/cancel", u.cancel, operate)
 	e.POST("/tasks/:id/retry", u.retry, operate)
+	e.POST("/tasks/:id/requeue", u.requeue, operate)
+	e.POST("/tasks/:id/delete", u.deleteTask, operate)
 	e.GET("/tasks/bulk", u.bulkConfirm, operate)
 	e.POST("/tasks/bulk", u.startBulk, operate)
 	e.GET("/bulk/:id", u.bulk, view)
