@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // BulkStore keeps bulk operations (docs/QUEUE.md, "Bulk operations"): one
@@ -38,7 +40,58 @@ type BulkStore interface {
 	DeleteTask(ctx context.Context, id int64, actor string) error
 	// CountTasks counts the tasks List would page through for p (p.Before and
 	// p.Limit aside), up to max: a bounded count, max when there are more.
+	// With p.Text, it counts those whose body contains the text among max
+	// tasks of the other filters (the newest, on SQLite and PostgreSQL).
 	CountTasks(ctx context.Context, p ListParams, max int) (int64, error)
+	// Search is a text search that does not grow with history: among the
+	// window newest tasks of p's other filters below p.Before (the ids List
+	// would page through), those whose body contains p.Text, newest first, at
+	// most p.Limit. scannedTo is the lowest id of the window read, where the
+	// next search goes on (p.Before), or 0 when the window reached the oldest
+	// task of the filters. The text is matched as written (no wildcards),
+	// without regard to ASCII case on SQLite and PostgreSQL, by the
+	// database's collation on SQL Server.
+	Search(ctx context.Context, p ListParams, window int) (tasks []*Task, scannedTo int64, err error)
+}
+
+// Text search bounds.
+const (
+	// SearchWindow is how many of a filter's newest tasks one page of a text
+	// search reads.
+	SearchWindow = 10_000
+	// MaxSearchWindow bounds Search's window.
+	MaxSearchWindow = 100_000
+	// MaxSearchText bounds the text searched for.
+	MaxSearchText = 200
+)
+
+// LikeContains is the LIKE pattern (ESCAPE '\') of a text contained
+// anywhere: its %, _, [ and \ stand for themselves.
+func LikeContains(text string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`, `[`, `\[`)
+	return "%" + r.Replace(text) + "%"
+}
+
+// CheckSearch validates a search's text and window.
+func CheckSearch(p ListParams, window int) (int, error) {
+	if p.Text == "" {
+		return 0, &ValidationError{Field: "text", Reason: "is empty: give the text to search the bodies for"}
+	}
+	if window < 1 || window > MaxSearchWindow {
+		return 0, &ValidationError{Field: "window", Reason: fmt.Sprintf("is %d: use 1 to %d", window, MaxSearchWindow)}
+	}
+	return CheckList(p)
+}
+
+// checkText validates a text filter.
+func checkText(text string) error {
+	switch {
+	case len(text) > MaxSearchText:
+		return &ValidationError{Field: "text", Reason: fmt.Sprintf("is %d bytes: search for at most %d", len(text), MaxSearchText)}
+	case !utf8.ValidString(text) || strings.ContainsRune(text, 0):
+		return &ValidationError{Field: "text", Reason: "holds a NUL or invalid UTF-8, which no body can"}
+	}
+	return nil
 }
 
 // BulkAction is what a bulk operation does to each task it selects.
@@ -74,17 +127,18 @@ type TaskFilter struct {
 	Group    string `json:"group,omitempty"`
 	Chain    string `json:"chain,omitempty"`
 	Schedule string `json:"schedule,omitempty"`
+	Text     string `json:"text,omitempty"` // the body contains it (a bounded search: BulkStore.Search)
 }
 
 // Params is the list page of f below the id before, of at most limit tasks.
 func (f TaskFilter) Params(before int64, limit int) ListParams {
-	return ListParams{State: f.State, Queue: f.Queue, Group: f.Group, Chain: f.Chain, Schedule: f.Schedule,
+	return ListParams{State: f.State, Queue: f.Queue, Group: f.Group, Chain: f.Chain, Schedule: f.Schedule, Text: f.Text,
 		Before: before, Limit: limit}
 }
 
 // FilterOf is the filter of a list page.
 func FilterOf(p ListParams) TaskFilter {
-	return TaskFilter{State: p.State, Queue: p.Queue, Group: p.Group, Chain: p.Chain, Schedule: p.Schedule}
+	return TaskFilter{State: p.State, Queue: p.Queue, Group: p.Group, Chain: p.Chain, Schedule: p.Schedule, Text: p.Text}
 }
 
 // BulkSelection is the tasks a bulk operation acts on: a filter, or ids.
@@ -230,7 +284,7 @@ func CheckCount(p ListParams, max int) error {
 	if max < 1 || max > MaxBulkCount {
 		return &ValidationError{Field: "max", Reason: fmt.Sprintf("is %d: use 1 to %d", max, MaxBulkCount)}
 	}
-	_, err := CheckList(ListParams{State: p.State, Queue: p.Queue, Group: p.Group, Chain: p.Chain, Schedule: p.Schedule})
+	_, err := CheckList(ListParams{State: p.State, Queue: p.Queue, Group: p.Group, Chain: p.Chain, Schedule: p.Schedule, Text: p.Text})
 	return err
 }
 

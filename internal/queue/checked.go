@@ -76,6 +76,9 @@ func checkOutcomes(attempts []Attempt) error {
 }
 
 func (c checked) List(ctx context.Context, p ListParams) ([]*Task, error) {
+	if p.Text != "" {
+		return nil, &ValidationError{Field: "text", Reason: "is a search: Search reads it, within a window"}
+	}
 	limit, err := CheckList(p)
 	if err != nil {
 		return nil, err
@@ -190,4 +193,13 @@ func (c checked) CountTasks(ctx context.Context, p ListParams, max int) (int64, 
 		return 0, err
 	}
 	return c.Store.CountTasks(ctx, p, max)
+}
+
+func (c checked) Search(ctx context.Context, p ListParams, window int) ([]*Task, int64, error) {
+	limit, err := CheckSearch(p, window)
+	if err != nil {
+		return nil, 0, err
+	}
+	p.Limit = limit
+	return c.Store.Search(ctx, p, window)
 }

@@ -139,8 +139,13 @@ func (s *Store) DeleteTask(ctx context.Context, id int64, actor string) error {
 // CountTasks implements queue.BulkStore: the ids of List's query (each filter
 // by its index, listSQL), up to max, counted.
 func (s *Store) CountTasks(ctx context.Context, p queue.ListParams, max int) (int64, error) {
-	p.Before, p.Limit = 0, max
+	text := p.Text
+	p.Before, p.Limit, p.Text = 0, max, ""
 	q, args := listSQLOf("id", p)
+	if text != "" {
+		args = append(args, queue.LikeContains(text))
+		q = fmt.Sprintf(`SELECT id FROM readpast_tasks WHERE id = ANY (ARRAY(%s)) AND body ILIKE $%d ESCAPE '\'`, q, len(args))
+	}
 	var n int64
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+q+`) c`, args...).Scan(&n)
 	return n, wrap(err, "counting tasks")
@@ -172,3 +177,39 @@ const deleteTaskSQL = `WITH t AS (
 		a AS (INSERT INTO readpast_audit (actor, action, target, detail) SELECT $2, 'delete', 'task ' || id, state FROM t),
 		n AS (SELECT readpast_count(array_agg(queue), array_agg(state), array_agg(-1::bigint)) FROM t)
 		SELECT (SELECT state FROM t), (SELECT state FROM readpast_tasks WHERE id = $1) FROM n`
+
+// Search implements queue.BulkStore: the window is List's query of the other
+// filters (each by its index, listSQL) reading ids only, up to window of
+// them; the bodies of the window's rows are matched by primary key, and
+// nothing outside the window is read. Both reads run in one repeatable-read
+// transaction: the bound and the matches are of one snapshot.
+func (s *Store) Search(ctx context.Context, p queue.ListParams, window int) ([]*queue.Task, int64, error) {
+	limit, pattern := p.Limit, queue.LikeContains(p.Text)
+	p.Limit, p.Text = window, ""
+	inner, args := listSQLOf("id", p)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, 0, wrap(err, "searching tasks")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var low *int64
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT min(id), count(*) FROM (`+inner+`) w`, args...).Scan(&low, &n); err != nil {
+		return nil, 0, wrap(err, "searching tasks")
+	}
+	q := fmt.Sprintf(`SELECT %s FROM readpast_tasks WHERE id = ANY (ARRAY(%s)) AND body ILIKE $%d ESCAPE '\' ORDER BY id DESC LIMIT $%d`,
+		taskColumns, inner, len(args)+1, len(args)+2)
+	rows, err := tx.Query(ctx, q, append(args, pattern, limit)...)
+	if err != nil {
+		return nil, 0, wrap(err, "searching tasks")
+	}
+	tasks, err := scanTasks(rows)
+	if err != nil {
+		return nil, 0, wrap(err, "searching tasks")
+	}
+	var scannedTo int64
+	if n == window && low != nil {
+		scannedTo = *low
+	}
+	return tasks, scannedTo, nil
+}

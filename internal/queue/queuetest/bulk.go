@@ -183,6 +183,65 @@ var bulkTests = map[string]func(*testing.T, Harness){
 			require.Equal(t, c.want, n, "%+v up to %d", c.p, c.max)
 		}
 	},
+	// A text search reads a window of the filter's newest tasks and matches
+	// their bodies as written (wildcards stand for themselves, ASCII case is
+	// ignored on SQLite and PostgreSQL), and says where it stopped so that
+	// the next page goes on below; the count with a text counts within max.
+	"search_by_text_within_a_window": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		var tasks []queue.NewTask
+		for i := range 30 {
+			body := fmt.Sprintf("SELECT %d -- plain", i)
+			if i%3 == 0 {
+				body = fmt.Sprintf("EXEC dbo.load_Partition @p = %d", i)
+			}
+			tasks = append(tasks, queue.NewTask{Queue: "s", Body: body, Group: map[bool]string{true: "sg"}[i%2 == 0]})
+		}
+		tasks = append(tasks, queue.NewTask{Queue: "s", Body: "SELECT '50% [done]_x'"}, queue.NewTask{Queue: "other", Body: "EXEC dbo.load_partition @p = 99"})
+		ids := b.enqueue(t, tasks...)
+
+		got, scanned, err := b.s.Search(b.ctx, queue.ListParams{Queue: "s", Text: "load_partition", Limit: 100}, 1000)
+		require.NoError(t, err)
+		require.Len(t, got, 10, "every tenth-of-three body of queue s, none of queue other")
+		require.Zero(t, scanned, "the window reached the oldest task")
+		for i := 1; i < len(got); i++ {
+			require.Less(t, got[i].ID, got[i-1].ID, "newest first")
+		}
+		if h.Dialect != testenv.SQLServer { // SQL Server matches by the database's collation
+			require.Equal(t, ids[27], got[0].ID, "ASCII case is ignored")
+		}
+
+		// A window of 10 reads the 10 newest tasks of the filter only, and says where it stopped.
+		got, scanned, err = b.s.Search(b.ctx, queue.ListParams{Queue: "s", Text: "load_partition", Limit: 100}, 10)
+		require.NoError(t, err)
+		require.Equal(t, ids[21], scanned, "the window's lowest id")
+		require.Len(t, got, 3, "ids 30, 27, 24 and 21 are in the window; 30 is the literal one")
+		next, scanned, err := b.s.Search(b.ctx, queue.ListParams{Queue: "s", Text: "load_partition", Limit: 100, Before: scanned}, 10)
+		require.NoError(t, err)
+		require.Equal(t, ids[11], scanned)
+		require.Len(t, next, 3)
+		require.Less(t, next[0].ID, got[len(got)-1].ID)
+
+		// Wildcards are text; a group's every state merges per state.
+		lit, _, err := b.s.Search(b.ctx, queue.ListParams{Text: "50% [done]_", Limit: 10}, 1000)
+		require.NoError(t, err)
+		require.Len(t, lit, 1)
+		require.Equal(t, ids[30], lit[0].ID)
+		none, _, err := b.s.Search(b.ctx, queue.ListParams{Text: "50%%", Limit: 10}, 1000)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		grouped, _, err := b.s.Search(b.ctx, queue.ListParams{Group: "sg", Text: "load_partition", Limit: 100}, 1000)
+		require.NoError(t, err)
+		require.Len(t, grouped, 5)
+
+		n, err := b.s.CountTasks(b.ctx, queue.ListParams{Queue: "s", Text: "load_partition"}, 1000)
+		require.NoError(t, err)
+		require.Equal(t, int64(10), n)
+		_, _, err = b.s.Search(b.ctx, queue.ListParams{Text: ""}, 10)
+		require.True(t, queue.IsValidation(err))
+		_, err = b.s.List(b.ctx, queue.ListParams{Text: "x"})
+		require.True(t, queue.IsValidation(err), "List does not search")
+	},
 	// The checks shared by every dialect refuse bad input before a store
 	// writes anything.
 	"refuses_bad_input": func(t *testing.T, h Harness) {

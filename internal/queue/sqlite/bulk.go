@@ -173,11 +173,58 @@ func (s *Store) deleteTaskTx(tx *sql.Tx, now int64, id int64, actor string) erro
 // CountTasks implements queue.BulkStore: the ids of List's query, up to max,
 // counted (listSQL reads each filter by its index).
 func (s *Store) CountTasks(ctx context.Context, p queue.ListParams, max int) (int64, error) {
-	p.Before, p.Limit = 0, max
+	text := p.Text
+	p.Before, p.Limit, p.Text = 0, max, ""
 	q, args := listSQLOf("id", p)
+	if text != "" {
+		q, args = `SELECT id FROM readpast_tasks WHERE id IN (`+q+`) AND body LIKE ? ESCAPE '\'`, append(args, queue.LikeContains(text))
+	}
 	var n int64
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("counting tasks: %w", err)
 	}
 	return n, nil
+}
+
+// Search implements queue.BulkStore: the window is List's query of the other
+// filters (each by its index) reading ids only, up to window of them; the
+// bodies of the window's rows are matched, and nothing outside it is read.
+// Both reads run in one read transaction, so the bound and the matches are
+// of one snapshot.
+func (s *Store) Search(ctx context.Context, p queue.ListParams, window int) ([]*queue.Task, int64, error) {
+	limit, pattern := p.Limit, queue.LikeContains(p.Text)
+	p.Limit, p.Text = window, ""
+	inner, args := listSQLOf("id", p)
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, fmt.Errorf("searching tasks: %w", err)
+	}
+	defer tx.Rollback()
+	var low sql.NullInt64
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT min(id), count(*) FROM (`+inner+`)`, args...).Scan(&low, &n); err != nil {
+		return nil, 0, fmt.Errorf("searching tasks: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+taskColumns+` FROM readpast_tasks WHERE id IN (`+inner+`)
+		AND body LIKE ? ESCAPE '\' ORDER BY id DESC LIMIT ?`, append(args, pattern, limit)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("searching tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []*queue.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("searching tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("searching tasks: %w", err)
+	}
+	var scannedTo int64
+	if n == window {
+		scannedTo = low.Int64
+	}
+	return out, scannedTo, nil
 }

@@ -169,9 +169,13 @@ func countTasksArgs(p queue.ListParams, max int) []any {
 	if p.State != "" {
 		state = varchar(string(p.State))
 	}
+	var pattern any = sql.NullString{}
+	if p.Text != "" {
+		pattern = maxText(queue.LikeContains(p.Text))
+	}
 	return namedArgs(countTasksQuery, map[string]any{
 		"limit": max, "state": state, "queue": nullString(p.Queue), "group": nullString(p.Group),
-		"chain": nullString(p.Chain), "schedule": nullString(p.Schedule),
+		"chain": nullString(p.Chain), "schedule": nullString(p.Schedule), "pattern": pattern,
 	})
 }
 
@@ -185,4 +189,66 @@ func (s *Store) CountTasks(ctx context.Context, p queue.ListParams, max int) (in
 		return 0, wrap("counting tasks", err)
 	}
 	return n, nil
+}
+
+// searchArgs picks the search batch for p's filters and binds it.
+func searchArgs(p queue.ListParams, window int) (query, []any) {
+	q := searchBatch
+	if p.EveryStateOfGroupOrSchedule() {
+		q = searchByStateBatch
+	}
+	var state any = sql.NullString{}
+	if p.State != "" {
+		state = varchar(string(p.State))
+	}
+	return q, namedArgs(q, map[string]any{
+		"window": window, "limit": p.Limit, "state": state, "queue": nullString(p.Queue), "group": nullString(p.Group),
+		"chain": nullString(p.Chain), "schedule": nullString(p.Schedule), "before": max(p.Before, 0),
+		"pattern": maxText(queue.LikeContains(p.Text)),
+	})
+}
+
+// Search implements queue.BulkStore (searchBatch).
+func (s *Store) Search(ctx context.Context, p queue.ListParams, window int) ([]*queue.Task, int64, error) {
+	q, args := searchArgs(p, window)
+	var (
+		tasks     []*queue.Task
+		scannedTo int64
+	)
+	err := retryDeadlock(ctx, func() error {
+		rows, err := s.db.QueryContext(ctx, q.text, args...)
+		if err != nil {
+			return err
+		}
+		var low sql.NullInt64
+		var n int
+		for rows.Next() {
+			if err := rows.Scan(&low, &n); err != nil {
+				_ = rows.Close()
+				return err
+			}
+		}
+		if !rows.NextResultSet() {
+			_ = rows.Close()
+			return fmt.Errorf("the search answered no rows after its window")
+		}
+		tasks = tasks[:0]
+		for rows.Next() {
+			t, err := scanTask(rows)
+			if err != nil {
+				_ = rows.Close()
+				return err
+			}
+			tasks = append(tasks, t)
+		}
+		scannedTo = 0
+		if n == window {
+			scannedTo = low.Int64
+		}
+		return closeRows(rows)
+	})
+	if err != nil {
+		return nil, 0, wrap("searching tasks", err)
+	}
+	return tasks, scannedTo, nil
 }

@@ -1,5 +1,11 @@
 package sqlserver
 
+import (
+	"strings"
+
+	"readpast/internal/queue"
+)
+
 // The batches of bulk operations (docs/QUEUE.md, "Bulk operations") and of
 // deleting one finished task. A bulk operation's row is written only by these
 // batches, each in a transaction of its own that touches no other row (the
@@ -168,18 +174,86 @@ SELECT @before, @deleted;
 // needs no order, so TOP takes the first @limit rows of whichever index seek
 // matches the filters ((state, id), (queue, state, id), (group_name, state,
 // id), (schedule_name, state, id), (chain, stage, id)) and the count never
-// reads more than @limit rows. OPTION (RECOMPILE) as in listTasksQuery.
+// reads more than @limit rows. With @pattern, the bodies of those rows are
+// matched: a predicate is never moved below TOP, so the text does not make it
+// read further. OPTION (RECOMPILE) as in listTasksQuery; it also drops the
+// body from the plan when @pattern is NULL.
 var countTasksQuery = query{
 	name: "count-tasks",
 	text: readCommitted + `SELECT COUNT_BIG(*)
-FROM (SELECT TOP (@limit) t.id
+FROM (SELECT TOP (@limit) t.id, t.body
       FROM dbo.readpast_tasks AS t
       WHERE (@state IS NULL OR t.state = @state)
         AND (@queue IS NULL OR t.queue = @queue)
         AND (@group IS NULL OR t.group_name = @group)
         AND (@chain IS NULL OR t.chain = @chain)
         AND (@schedule IS NULL OR t.schedule_name = @schedule)) AS c
+WHERE @pattern IS NULL OR c.body LIKE @pattern ESCAPE '\'
 OPTION (RECOMPILE);
 `,
-	params: []string{"limit", "state", "queue", "group", "chain", "schedule"},
+	params: []string{"limit", "state", "queue", "group", "chain", "schedule", "pattern"},
 }
+
+// searchWindowFilters are the list's filters on x, the window's rows.
+const searchWindowFilters = `(@queue IS NULL OR x.queue = @queue)
+                AND (@group IS NULL OR x.group_name = @group)
+                AND (@schedule IS NULL OR x.schedule_name = @schedule)
+                AND (@before = 0 OR x.id < @before)`
+
+// searchBatch is a text search (queue.BulkStore.Search): the window, the
+// @window newest ids of the list's filters below @before, read as
+// listTasksQuery reads them (each filter by its index), is kept in a table
+// variable; the first result set is its lowest id and size, the second the
+// tasks of the window whose body matches @pattern, newest first, read by
+// primary key. Nothing outside the window is read.
+var searchBatch = searchQuery(query{
+	name: "search-tasks",
+	text: readCommitted + `SET NOCOUNT ON;
+DECLARE @w TABLE (id bigint NOT NULL PRIMARY KEY);
+INSERT INTO @w (id)
+SELECT TOP (@window) x.id
+FROM dbo.readpast_tasks AS x
+WHERE (@state IS NULL OR x.state = @state)
+  AND (@chain IS NULL OR x.chain = @chain)
+  AND ` + searchWindowFilters + `
+ORDER BY x.id DESC
+OPTION (RECOMPILE);
+` + searchTail,
+	params: []string{"window", "limit", "state", "queue", "group", "chain", "schedule", "before", "pattern"},
+})
+
+// searchByStateBatch is searchBatch for a group's or a schedule's tasks of
+// every state: the window merges the newest ids of one range per state, as
+// listTasksByStateQuery does, instead of sorting the group's history.
+var searchByStateBatch = searchQuery(query{
+	name: "search-tasks-by-state",
+	text: readCommitted + `SET NOCOUNT ON;
+DECLARE @w TABLE (id bigint NOT NULL PRIMARY KEY);
+INSERT INTO @w (id)
+SELECT TOP (@window) p.id
+FROM (VALUES ` + valueRows(queue.States) + `) AS s (state)
+CROSS APPLY (SELECT TOP (@window) x.id
+             FROM dbo.readpast_tasks AS x
+             WHERE x.state = s.state
+                AND ` + searchWindowFilters + `
+             ORDER BY x.id DESC) AS p
+ORDER BY p.id DESC
+OPTION (RECOMPILE);
+` + searchTail,
+	params: []string{"window", "limit", "queue", "group", "schedule", "before", "pattern"},
+})
+
+// searchQuery puts the task columns into a search batch's tail.
+func searchQuery(q query) query {
+	q.text = strings.Replace(q.text, "%COLUMNS%", columns("t"), 1)
+	return q
+}
+
+// searchTail answers a search from its window @w.
+const searchTail = `SELECT MIN(w.id), COUNT(*) FROM @w AS w;
+SELECT TOP (@limit) ` + "%COLUMNS%" + `
+FROM @w AS w
+JOIN dbo.readpast_tasks AS t ON t.id = w.id
+WHERE t.body LIKE @pattern ESCAPE '\'
+ORDER BY t.id DESC;
+`

@@ -92,6 +92,9 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{bulksQuery, []any{sql.Named("limit", 20), sql.Named("before", int64(10))}},
 		{deleteTaskBatch, taskActorArgs(1, "ann")},
 		{countTasksQuery, countTasksArgs(queue.ListParams{State: queue.StateFailed}, 1000)},
+		{countTasksQuery, countTasksArgs(queue.ListParams{State: queue.StateFailed, Text: "x"}, 1000)},
+		searchBound(queue.ListParams{Queue: "q", Text: "x", Limit: 50}),
+		searchBound(queue.ListParams{Group: "g", Text: "x", Limit: 50}),
 		{purgeRollupsBatch, []any{sql.Named("minutes", datetime2(time.Now())), sql.Named("hours", datetime2(time.Now()))}},
 	}...)
 }
@@ -547,4 +550,9 @@ func TestTargetHintsAreOnesSQLServerTakesThere(t *testing.T) {
 			}
 		}
 	}
+}
+
+func searchBound(p queue.ListParams) boundQuery {
+	q, args := searchArgs(p, 100)
+	return boundQuery{q, args}
 }
