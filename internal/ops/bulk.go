@@ -115,7 +115,7 @@ func (o *Ops) runBulk(ctx context.Context, op *queue.BulkOp) error {
 	}
 	cursor := op.Cursor
 	for {
-		ids, last, err := o.bulkBatch(ctx, sel, cursor)
+		ids, next, last, err := o.bulkBatch(ctx, sel, cursor)
 		if err != nil {
 			return err
 		}
@@ -131,9 +131,7 @@ func (o *Ops) runBulk(ctx context.Context, op *queue.BulkOp) error {
 				skipped++
 			}
 		}
-		if len(ids) > 0 {
-			cursor = ids[len(ids)-1]
-		}
+		cursor = next
 		a := queue.BulkAdvance{ID: op.ID, Token: op.LeaseToken, Cursor: cursor, Done: done, Skipped: skipped,
 			Lease: BulkLease, Finished: last}
 		if err := o.advance(ctx, a); err != nil || last {
@@ -152,9 +150,10 @@ func (o *Ops) advance(ctx context.Context, a queue.BulkAdvance) error {
 }
 
 // bulkBatch returns the next batch of the selection below cursor, newest
-// first, and whether it is the last: a keyset page of the tasks list for a
-// filter, the next ids given for ids.
-func (o *Ops) bulkBatch(ctx context.Context, sel queue.BulkSelection, cursor int64) (ids []int64, last bool, err error) {
+// first, the cursor after it, and whether it is the last: a keyset page of
+// the tasks list for a filter (a window of a text search for a filter with
+// a text), the next ids given for ids.
+func (o *Ops) bulkBatch(ctx context.Context, sel queue.BulkSelection, cursor int64) (ids []int64, next int64, last bool, err error) {
 	if sel.Filter == nil {
 		var below []int64
 		for _, id := range sel.IDs {
@@ -165,18 +164,37 @@ func (o *Ops) bulkBatch(ctx context.Context, sel queue.BulkSelection, cursor int
 		slices.Sort(below)
 		below = slices.Compact(below)
 		slices.Reverse(below)
-		return below[:min(len(below), BulkBatch)], len(below) <= BulkBatch, nil
+		ids = below[:min(len(below), BulkBatch)]
+		if len(ids) > 0 {
+			next = ids[len(ids)-1]
+		}
+		return ids, next, len(below) <= BulkBatch, nil
 	}
 	lctx, cancel := Bound(ctx)
 	defer cancel()
-	tasks, err := o.store.List(lctx, sel.Filter.Params(cursor, BulkBatch))
+	p := sel.Filter.Params(cursor, BulkBatch)
+	var (
+		tasks     []*queue.Task
+		scannedTo int64
+	)
+	if p.Text != "" {
+		tasks, scannedTo, err = o.store.Search(lctx, p, queue.SearchWindow)
+	} else {
+		tasks, err = o.store.List(lctx, p)
+	}
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	for _, t := range tasks {
 		ids = append(ids, t.ID)
 	}
-	return ids, len(tasks) < BulkBatch, nil
+	switch {
+	case len(tasks) == BulkBatch:
+		return ids, ids[len(ids)-1], false, nil
+	case p.Text != "" && scannedTo > 0: // the window ended before the batch filled
+		return ids, scannedTo, false, nil
+	}
+	return ids, 0, true, nil
 }
 
 // bulkOne applies action to one task as actor's, and reports whether it

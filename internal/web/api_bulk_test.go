@@ -166,3 +166,54 @@ func TestAPIRequeueAndDelete(t *testing.T) {
 		require.Contains(t, e.auditRows(), fmt.Sprintf("operator:ann delete task %d succeeded", task.ID))
 	})
 }
+
+// GET /api/tasks?text= searches the bodies; a bulk cancel by a filter with a
+// text cancels the matching tasks only.
+func TestAPISearchAndBulkByText(t *testing.T) {
+	t.Parallel()
+	eachDialect(t, func(t *testing.T, d testenv.Dialect) {
+		e := newAPIEnv(t, apiOpts{dialect: d, tokens: true})
+		e.runBulks(t)
+		var tasks []string
+		for i := range 20 {
+			body := fmt.Sprintf("SELECT %d", i)
+			if i%4 == 0 {
+				body = fmt.Sprintf("EXEC dbo.rebuild_index %d", i)
+			}
+			tasks = append(tasks, fmt.Sprintf(`{"body":%q,"queue":"txt"}`, body))
+		}
+		r := e.call("POST", "/api/tasks/batch", testOperatorToken, `{"tasks":[`+strings.Join(tasks, ",")+`]}`)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+
+		var page api.TaskPage
+		r = e.call("GET", "/api/tasks?text=rebuild_index&limit=3", testViewerToken, "")
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		r.json(t, &page)
+		require.Len(t, page.Tasks, 3)
+		require.Equal(t, "EXEC dbo.rebuild_index 16", page.Tasks[0].Body)
+		require.NotNil(t, page.NextCursor)
+		r = e.call("GET", fmt.Sprintf("/api/tasks?text=rebuild_index&limit=3&cursor=%d", *page.NextCursor), testViewerToken, "")
+		r.json(t, &page)
+		require.Len(t, page.Tasks, 2)
+		require.Nil(t, page.NextCursor, "the search reached the oldest task")
+		var count api.TaskCount
+		r = e.call("GET", "/api/tasks/count?text=REBUILD_index&queue=txt", testViewerToken, "")
+		r.json(t, &count)
+		if d != testenv.SQLServer {
+			require.Equal(t, int64(5), count.Count, "ASCII case is ignored")
+		}
+		r = e.call("GET", "/api/tasks?text="+strings.Repeat("x", 201), testViewerToken, "")
+		require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+
+		r = e.call("POST", "/api/tasks/cancel", testOperatorToken, `{"filter":{"queue":"txt","text":"rebuild_index"}}`)
+		require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+		var b api.Bulk
+		r.json(t, &b)
+		require.Equal(t, int64(5), b.Matched)
+		b = e.waitBulk(b.ID)
+		require.Equal(t, [2]int64{5, 0}, [2]int64{b.Done, b.Skipped})
+		r = e.call("GET", "/api/tasks/count?queue=txt&state=pending", testViewerToken, "")
+		r.json(t, &count)
+		require.Equal(t, int64(15), count.Count, "the other bodies are left alone")
+	})
+}

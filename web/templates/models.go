@@ -109,6 +109,7 @@ type TaskFilter struct {
 	Group    string
 	Chain    string
 	Schedule string
+	Text     string // the body contains it (a bounded search)
 	States   []string
 	Queues   []string
 }

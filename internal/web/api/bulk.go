@@ -15,12 +15,12 @@ import (
 
 // taskFilterNames are the filters of GET /api/tasks, which a bulk request's
 // filter takes under the same names (queue.TaskFilter's JSON names).
-var taskFilterNames = []string{"state", "queue", "group", "chain", "schedule"}
+var taskFilterNames = []string{"state", "queue", "group", "chain", "schedule", "text"}
 
 // taskFilterOf reads the list's filters from a query.
 func taskFilterOf(q url.Values) queue.TaskFilter {
 	return queue.TaskFilter{State: queue.State(q.Get("state")), Queue: q.Get("queue"), Group: q.Get("group"),
-		Chain: q.Get("chain"), Schedule: q.Get("schedule")}
+		Chain: q.Get("chain"), Schedule: q.Get("schedule"), Text: q.Get("text")}
 }
 
 // Bulk is a bulk operation as the API writes it.

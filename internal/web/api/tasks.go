@@ -165,7 +165,15 @@ func (h *Handler) listTasks(c echo.Context) error {
 	}
 	ctx, cancel := ops.Bound(c.Request().Context())
 	defer cancel()
-	tasks, err := h.d.Store.List(ctx, p)
+	var (
+		tasks     []*queue.Task
+		scannedTo int64 // a text search's window ended here
+	)
+	if p.Text != "" {
+		tasks, scannedTo, err = h.d.Store.Search(ctx, p, queue.SearchWindow)
+	} else {
+		tasks, err = h.d.Store.List(ctx, p)
+	}
 	if err != nil {
 		return err
 	}
@@ -175,9 +183,12 @@ func (h *Handler) listTasks(c echo.Context) error {
 	for i, t := range tasks {
 		out.Tasks[i] = toTask(t)
 	}
-	if more {
+	switch {
+	case more:
 		next := tasks[len(tasks)-1].ID
 		out.NextCursor = &next
+	case scannedTo > 0: // the search goes on below its window
+		out.NextCursor = &scannedTo
 	}
 	return WriteJSON(c, http.StatusOK, out)
 }

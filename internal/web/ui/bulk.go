@@ -81,7 +81,8 @@ func bulkQuery(action string, f queue.TaskFilter) string {
 // filterKVs are the filter's set fields under the tasks list's names.
 func filterKVs(f queue.TaskFilter) []templates.KV {
 	var out []templates.KV
-	for _, kv := range [][2]string{{"state", string(f.State)}, {"queue", f.Queue}, {"group", f.Group}, {"chain", f.Chain}, {"schedule", f.Schedule}} {
+	for _, kv := range [][2]string{{"state", string(f.State)}, {"queue", f.Queue}, {"group", f.Group}, {"chain", f.Chain},
+		{"schedule", f.Schedule}, {"text", f.Text}} {
 		if kv[1] != "" {
 			out = append(out, templates.KV{Key: kv[0], Value: kv[1]})
 		}
@@ -114,7 +115,8 @@ func bulkForm(get func(string) string) (queue.BulkAction, queue.TaskFilter, int,
 		i++
 	}
 	f := queue.TaskFilter{State: queue.State(strings.TrimSpace(get("state"))), Queue: strings.TrimSpace(get("queue")),
-		Group: strings.TrimSpace(get("group")), Chain: strings.TrimSpace(get("chain")), Schedule: strings.TrimSpace(get("schedule"))}
+		Group: strings.TrimSpace(get("group")), Chain: strings.TrimSpace(get("chain")), Schedule: strings.TrimSpace(get("schedule")),
+		Text: strings.TrimSpace(get("text"))}
 	return action, f, i, queue.CheckBulkSelection(queue.BulkSelection{Filter: &f})
 }
 
@@ -140,7 +142,7 @@ func (u *Pages) bulkConfirm(c echo.Context) error {
 	}
 	v := templates.BulkConfirm{Action: string(action), Verb: verb, Count: count, None: n == 0, Filter: filterKVs(f),
 		Describe: describeFilter(f), BackURL: withQuery("/tasks", "state", string(f.State), "queue", f.Queue, "group", f.Group,
-			"chain", f.Chain, "schedule", f.Schedule),
+			"chain", f.Chain, "schedule", f.Schedule, "text", f.Text),
 		Explain: fmt.Sprintf("It applies to %s tasks; the others are counted as skipped.", strings.Join(applies, " or ")),
 		Page:    u.page(c, "tasks", fmt.Sprintf("%s %s tasks", verb, count), templates.Live{}, nil)}
 	return render(c, http.StatusOK, templates.BulkConfirmPage(v))
@@ -183,7 +185,7 @@ func (u *Pages) bulk(c echo.Context) error {
 		Created: showTime(op.CreatedAt, now), Updated: showTime(op.UpdatedAt, now), TasksURL: "/tasks"}
 	if sel, err := queue.ParseBulkSelection(op.Selection); err == nil && sel.Filter != nil {
 		f := *sel.Filter
-		v.TasksURL = withQuery("/tasks", "state", string(f.State), "queue", f.Queue, "group", f.Group, "chain", f.Chain, "schedule", f.Schedule)
+		v.TasksURL = withQuery("/tasks", "state", string(f.State), "queue", f.Queue, "group", f.Group, "chain", f.Chain, "schedule", f.Schedule, "text", f.Text)
 		v.Selection = describeFilter(f)
 	}
 	switch {
