@@ -42,6 +42,9 @@ type NewTask struct {
 	// UniqueKey, when set, makes the enqueue a no-op while an unfinished task
 	// of the same queue has the same key (Enqueued.Duplicate).
 	UniqueKey string
+	// Name, optional, is shown instead of the body's first line and is
+	// searched with it: at most MaxTaskName characters of text.
+	Name string
 }
 
 var queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
@@ -146,7 +149,33 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 	if err := CheckName("unique_key", t.UniqueKey); err != nil {
 		return NewTask{}, err
 	}
+	if err := CheckTaskName(t.Name); err != nil {
+		return NewTask{}, err
+	}
 	return t, nil
+}
+
+// MaxTaskName bounds a task's name, in characters.
+const MaxTaskName = 200
+
+// CheckTaskName refuses a task name that is not text of at most MaxTaskName
+// characters without control characters ("" is no name).
+func CheckTaskName(name string) error {
+	if n := utf8.RuneCountInString(name); n > MaxTaskName {
+		return &ValidationError{Field: "name", Reason: fmt.Sprintf("is %d characters: give at most %d", n, MaxTaskName)}
+	}
+	if len(name) > 4*MaxTaskName { // CheckName's byte limit is for names of 128 bytes
+		return &ValidationError{Field: "name", Reason: "is too long"}
+	}
+	for i, r := range name {
+		if r == utf8.RuneError || r == 0 || (r != '\t' && (r < 0x20 || r == 0x7f)) {
+			return &ValidationError{Field: "name", Reason: fmt.Sprintf("holds a control character or invalid UTF-8 at byte %d: a name is one line of text", i)}
+		}
+	}
+	if isBlank(name) && name != "" {
+		return &ValidationError{Field: "name", Reason: "is only white space"}
+	}
+	return nil
 }
 
 // CheckMaxAttempts returns a *ValidationError when n is not an attempt budget

@@ -22,3 +22,10 @@ CREATE TABLE readpast_bulk_ops (
 );
 -- Claimers read the unfinished ones only.
 CREATE INDEX readpast_bulk_ops_open ON readpast_bulk_ops (id) WHERE finished_at IS NULL;
+
+-- A task's optional name (at most 200 characters), shown instead of the
+-- body's first line and searched with the body. Not indexed: the text search
+-- reads a window of the list's indexes (docs/QUEUE.md, "Text search"). Last
+-- in the row, as readpast_claim returns the row type; adding a nullable
+-- column without a default rewrites nothing.
+ALTER TABLE readpast_tasks ADD COLUMN name text;

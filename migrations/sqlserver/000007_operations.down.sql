@@ -4,6 +4,7 @@
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 
+ALTER TABLE dbo.readpast_tasks DROP COLUMN name;
 DROP TABLE dbo.readpast_bulk_ops;
 
 COMMIT TRANSACTION;

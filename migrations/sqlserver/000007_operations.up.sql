@@ -31,4 +31,11 @@ CREATE TABLE dbo.readpast_bulk_ops (
 -- creates, empty: the offline build blocks nothing.
 CREATE INDEX readpast_bulk_ops_open ON dbo.readpast_bulk_ops (id) WHERE finished_at IS NULL;
 
+-- A task's optional name (at most 200 characters; nvarchar counts UTF-16
+-- units, so 400 hold any 200), shown instead of the body's first line and
+-- searched with the body. Not indexed: the text search reads a window of the
+-- list's indexes (docs/QUEUE.md, "Text search"). A nullable column without a
+-- default is a change of metadata only.
+ALTER TABLE dbo.readpast_tasks ADD name nvarchar(400) NULL;
+
 COMMIT TRANSACTION;

@@ -144,7 +144,7 @@ func (s *Store) CountTasks(ctx context.Context, p queue.ListParams, max int) (in
 	q, args := listSQLOf("id", p)
 	if text != "" {
 		args = append(args, queue.LikeContains(text))
-		q = fmt.Sprintf(`SELECT id FROM readpast_tasks WHERE id = ANY (ARRAY(%s)) AND body ILIKE $%d ESCAPE '\'`, q, len(args))
+		q = fmt.Sprintf(`SELECT id FROM readpast_tasks WHERE id = ANY (ARRAY(%s)) AND (body ILIKE $%[2]d ESCAPE '\' OR name ILIKE $%[2]d ESCAPE '\')`, q, len(args))
 	}
 	var n int64
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+q+`) c`, args...).Scan(&n)
@@ -197,7 +197,8 @@ func (s *Store) Search(ctx context.Context, p queue.ListParams, window int) ([]*
 	if err := tx.QueryRow(ctx, `SELECT min(id), count(*) FROM (`+inner+`) w`, args...).Scan(&low, &n); err != nil {
 		return nil, 0, wrap(err, "searching tasks")
 	}
-	q := fmt.Sprintf(`SELECT %s FROM readpast_tasks WHERE id = ANY (ARRAY(%s)) AND body ILIKE $%d ESCAPE '\' ORDER BY id DESC LIMIT $%d`,
+	q := fmt.Sprintf(`SELECT %s FROM readpast_tasks WHERE id = ANY (ARRAY(%s)) AND (body ILIKE $%[3]d ESCAPE '\' OR name ILIKE $%[3]d ESCAPE '\')
+		ORDER BY id DESC LIMIT $%[4]d`,
 		taskColumns, inner, len(args)+1, len(args)+2)
 	rows, err := tx.Query(ctx, q, append(args, pattern, limit)...)
 	if err != nil {

@@ -16,15 +16,13 @@ import (
 // (Listen) hear of the new tasks when they commit.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
 	var out []queue.Enqueued
+	named := hasNames(tasks)
 	err := s.write(ctx, func(ctx context.Context, c conn) error {
-		rows, err := c.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
-		if err == nil {
-			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Enqueued, error) {
-				var e queue.Enqueued
-				err := r.Scan(&e.ID, &e.Duplicate)
-				return e, err
-			})
+		if named {
+			return s.enqueueNamed(ctx, c, tasks, &out)
 		}
+		var err error
+		out, err = enqueueOn(ctx, c, tasks)
 		return err
 	})
 	if err != nil {
@@ -55,4 +53,63 @@ func enqueueArgs(tasks []queue.NewTask) []any {
 		transactional[i], cont[i], keys[i] = t.Transactional, t.ContinueOnFailure, t.UniqueKey
 	}
 	return []any{queues, bodies, priorities, at, delayUS, groups, chains, stages, maxAttempts, timeoutMS, transactional, cont, createdBy, keys}
+}
+
+// enqueueOn runs readpast_enqueue on q.
+func enqueueOn(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, tasks []queue.NewTask) ([]queue.Enqueued, error) {
+	rows, err := q.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Enqueued, error) {
+		var e queue.Enqueued
+		err := r.Scan(&e.ID, &e.Duplicate)
+		return e, err
+	})
+}
+
+// hasNames reports whether a task of the batch has a name.
+func hasNames(tasks []queue.NewTask) bool {
+	for _, t := range tasks {
+		if t.Name != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// enqueueNamed is Enqueue of a batch with names: readpast_enqueue, then the
+// names of the tasks it created (not of the duplicates, which are other
+// tasks), in one transaction. A batch without names, the common case, is the
+// one statement of readpast_enqueue, as before names existed.
+func (s *Store) enqueueNamed(ctx context.Context, c conn, tasks []queue.NewTask, out *[]queue.Enqueued) error {
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	res, err := enqueueOn(ctx, tx, tasks)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	var names []string
+	for i, r := range res {
+		if !r.Duplicate && tasks[i].Name != "" {
+			ids, names = append(ids, r.ID), append(names, tasks[i].Name)
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := tx.Exec(ctx, `UPDATE readpast_tasks t SET name = x.name
+			FROM unnest($1::bigint[], $2::text[]) AS x(id, name) WHERE t.id = x.id`, ids, names); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	*out = res
+	return nil
 }

@@ -3,6 +3,7 @@ package queuetest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,6 +242,39 @@ var bulkTests = map[string]func(*testing.T, Harness){
 		require.True(t, queue.IsValidation(err))
 		_, err = b.s.List(b.ctx, queue.ListParams{Text: "x"})
 		require.True(t, queue.IsValidation(err), "List does not search")
+	},
+	// A task's optional name is stored as given, read back by every read,
+	// searched with the body, and refused past 200 characters or with a
+	// control character; a duplicate of a unique key keeps the first task's.
+	"task_name": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		long := strings.Repeat("é", queue.MaxTaskName)
+		ids := b.enqueue(t, queue.NewTask{Queue: "n", Body: "SELECT 1", Name: "Nightly load: orders"},
+			queue.NewTask{Queue: "n", Body: "SELECT 2"}, queue.NewTask{Queue: "n", Body: "SELECT 3", Name: long, UniqueKey: "k"})
+		require.Equal(t, "Nightly load: orders", b.get(t, ids[0]).Name)
+		require.Empty(t, b.get(t, ids[1]).Name)
+		require.Equal(t, long, b.get(t, ids[2]).Name, "200 characters of two bytes each")
+		dup := b.enqueue(t, queue.NewTask{Queue: "n", Body: "SELECT 4", Name: "other", UniqueKey: "k"})
+		require.Equal(t, ids[2], dup[0])
+		require.Equal(t, long, b.get(t, ids[2]).Name, "a duplicate renames nothing")
+		list, err := b.s.List(b.ctx, queue.ListParams{Queue: "n"})
+		require.NoError(t, err)
+		require.Equal(t, "Nightly load: orders", list[len(list)-1].Name)
+		claimed := b.claim(t, "n", 3)
+		require.Equal(t, "Nightly load: orders", claimed[0].Name, "a claim reads it too")
+		found, _, err := b.s.Search(b.ctx, queue.ListParams{Queue: "n", Text: "load: ORD", Limit: 10}, 100)
+		require.NoError(t, err)
+		if h.Dialect != testenv.SQLServer { // SQL Server matches by the database's collation
+			require.Len(t, found, 1)
+			require.Equal(t, ids[0], found[0].ID, "the name is searched")
+		}
+		n, err := b.s.CountTasks(b.ctx, queue.ListParams{Queue: "n", Text: "Nightly load"}, 100)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
+		for _, bad := range []string{long + "x", "two\nlines", "nul\x00", " "} {
+			_, err := b.s.Enqueue(b.ctx, []queue.NewTask{{Body: "SELECT 1", Name: bad}})
+			require.True(t, queue.IsValidation(err), "name %q: %v", bad, err)
+		}
 	},
 	// The checks shared by every dialect refuse bad input before a store
 	// writes anything.

@@ -177,7 +177,8 @@ func (s *Store) CountTasks(ctx context.Context, p queue.ListParams, max int) (in
 	p.Before, p.Limit, p.Text = 0, max, ""
 	q, args := listSQLOf("id", p)
 	if text != "" {
-		q, args = `SELECT id FROM readpast_tasks WHERE id IN (`+q+`) AND body LIKE ? ESCAPE '\'`, append(args, queue.LikeContains(text))
+		pattern := queue.LikeContains(text)
+		q, args = `SELECT id FROM readpast_tasks WHERE id IN (`+q+`) AND (body LIKE ? ESCAPE '\' OR name LIKE ? ESCAPE '\')`, append(args, pattern, pattern)
 	}
 	var n int64
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`, args...).Scan(&n); err != nil {
@@ -206,7 +207,7 @@ func (s *Store) Search(ctx context.Context, p queue.ListParams, window int) ([]*
 		return nil, 0, fmt.Errorf("searching tasks: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT `+taskColumns+` FROM readpast_tasks WHERE id IN (`+inner+`)
-		AND body LIKE ? ESCAPE '\' ORDER BY id DESC LIMIT ?`, append(args, pattern, limit)...)
+		AND (body LIKE ? ESCAPE '\' OR name LIKE ? ESCAPE '\') ORDER BY id DESC LIMIT ?`, append(args, pattern, pattern, limit)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("searching tasks: %w", err)
 	}

@@ -33,6 +33,7 @@ type jsonTask struct {
 	ContinueOnFailure int     `json:"continue_on_failure"`
 	CreatedBy         string  `json:"created_by"`
 	UniqueKey         string  `json:"unique_key,omitempty"`
+	Name              string  `json:"name,omitempty"`
 }
 
 // Enqueue writes every task in one round trip (see enqueueBatch) and says,
@@ -94,6 +95,7 @@ func enqueueArgs(tasks []queue.NewTask) ([]any, error) {
 			Transactional: bit(t.Transactional),
 			CreatedBy:     t.CreatedBy,
 			UniqueKey:     t.UniqueKey,
+			Name:          t.Name,
 		}
 		if t.ContinueOnFailure {
 			j.ContinueOnFailure = 1

@@ -181,14 +181,14 @@ SELECT @before, @deleted;
 var countTasksQuery = query{
 	name: "count-tasks",
 	text: readCommitted + `SELECT COUNT_BIG(*)
-FROM (SELECT TOP (@limit) t.id, t.body
+FROM (SELECT TOP (@limit) t.id, t.body, t.name
       FROM dbo.readpast_tasks AS t
       WHERE (@state IS NULL OR t.state = @state)
         AND (@queue IS NULL OR t.queue = @queue)
         AND (@group IS NULL OR t.group_name = @group)
         AND (@chain IS NULL OR t.chain = @chain)
         AND (@schedule IS NULL OR t.schedule_name = @schedule)) AS c
-WHERE @pattern IS NULL OR c.body LIKE @pattern ESCAPE '\'
+WHERE @pattern IS NULL OR c.body LIKE @pattern ESCAPE '\' OR c.name LIKE @pattern ESCAPE '\'
 OPTION (RECOMPILE);
 `,
 	params: []string{"limit", "state", "queue", "group", "chain", "schedule", "pattern"},
@@ -254,6 +254,6 @@ const searchTail = `SELECT MIN(w.id), COUNT(*) FROM @w AS w;
 SELECT TOP (@limit) ` + "%COLUMNS%" + `
 FROM @w AS w
 JOIN dbo.readpast_tasks AS t ON t.id = w.id
-WHERE t.body LIKE @pattern ESCAPE '\'
+WHERE t.body LIKE @pattern ESCAPE '\' OR t.name LIKE @pattern ESCAPE '\'
 ORDER BY t.id DESC;
 `
