@@ -8,14 +8,14 @@ import (
 )
 
 // CopyOf is the task t again, as a new task to enqueue: its queue, body,
-// priority, group, attempts budget, timeout, transactional flag and unique
-// key. Not its chain: a copy runs on its own, since its chain's stages have
+// priority, group, attempts budget, timeout, transactional flag, unique key
+// and name. Not its chain: a copy runs on its own, since its chain's stages have
 // run (or been cancelled) already. The enqueue form's "clone and edit" and
 // Requeue start from it.
 func CopyOf(t *queue.Task) queue.NewTask {
 	prio := t.Priority
 	return queue.NewTask{Queue: t.Queue, Body: t.Body, Priority: &prio, Group: t.Group, MaxAttempts: t.MaxAttempts,
-		Timeout: t.Timeout, Transactional: t.Transactional, UniqueKey: t.UniqueKey}
+		Timeout: t.Timeout, Transactional: t.Transactional, UniqueKey: t.UniqueKey, Name: t.Name}
 }
 
 // Requeue enqueues a finished task (succeeded too) again as a new task

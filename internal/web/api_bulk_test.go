@@ -217,3 +217,29 @@ func TestAPISearchAndBulkByText(t *testing.T) {
 		require.Equal(t, int64(15), count.Count, "the other bodies are left alone")
 	})
 }
+
+// A task's name through the API: stored, answered, searched, refused past
+// 200 characters; requeue keeps it.
+func TestAPITaskName(t *testing.T) {
+	t.Parallel()
+	eachDialect(t, func(t *testing.T, d testenv.Dialect) {
+		e := newAPIEnv(t, apiOpts{dialect: d, tokens: true})
+		task := e.enqueue(testOperatorToken, `{"body":"EXEC etl.LoadOrders","queue":"nm","name":"Load orders (nightly)"}`)
+		require.Equal(t, "Load orders (nightly)", *task.Name)
+		plain := e.enqueue(testOperatorToken, `{"body":"SELECT 1","queue":"nm"}`)
+		require.Nil(t, plain.Name)
+		var page api.TaskPage
+		r := e.call("GET", "/api/tasks?queue=nm&text=orders%20(nightly)", testViewerToken, "")
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		r.json(t, &page)
+		require.Len(t, page.Tasks, 1)
+		require.Equal(t, task.ID, page.Tasks[0].ID)
+		r = e.call("POST", "/api/tasks", testOperatorToken, fmt.Sprintf(`{"body":"SELECT 1","name":%q}`, strings.Repeat("n", 201)))
+		require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+		var eb api.ErrorBody
+		r.json(t, &eb)
+		require.Equal(t, "name", eb.Field)
+		r = e.call("POST", "/api/tasks", testOperatorToken, `{"body":"SELECT 1","name":""}`)
+		require.Equal(t, http.StatusBadRequest, r.status, "an empty name is left out: %s", r.body)
+	})
+}

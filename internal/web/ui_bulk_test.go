@@ -161,3 +161,23 @@ func TestTaskRequeueDeleteClonePages(t *testing.T) {
 		require.ErrorIs(t, err, queue.ErrNotFound)
 	})
 }
+
+// The enqueue form's name: the task page shows it, the tasks list shows it
+// instead of the body's first line, and the search finds it.
+func TestTaskNamePages(t *testing.T) {
+	t.Parallel()
+	eachDialect(t, func(t *testing.T, d testenv.Dialect) {
+		e := newUIEnv(t, uiOpts{dialect: d})
+		p := e.post("/tasks/new", url.Values{"body": {"EXEC etl.LoadOrders @day = 1"}, "queue": {"nm"}, "name": {"Load orders, day 1"}})
+		require.Equal(t, http.StatusSeeOther, p.status, "%s", p.body)
+		page := e.get(p.location)
+		require.Contains(t, page.body, "Load orders, day 1")
+		list := e.get("/tasks?queue=nm")
+		require.Contains(t, list.body, "<code>Load orders, day 1</code>", "the name instead of the body's first line")
+		require.NotContains(t, list.body, "<code>EXEC etl.LoadOrders")
+		found := e.get("/tasks?text=orders,%20day")
+		require.Contains(t, found.body, "Load orders, day 1")
+		bad := e.post("/tasks/new", url.Values{"body": {"SELECT 1"}, "name": {strings.Repeat("n", 201)}})
+		require.Equal(t, http.StatusUnprocessableEntity, bad.status)
+	})
+}

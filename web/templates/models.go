@@ -262,6 +262,7 @@ type TaskForm struct {
 	Transactional     bool
 	ContinueOnFailure bool
 	UniqueKey         string
+	Name              string
 }
 
 // Enqueue is the enqueue page: one task, or a script that becomes a chain.

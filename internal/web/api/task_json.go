@@ -30,6 +30,7 @@ type taskIn struct {
 	Transactional     bool     `json:"transactional"`
 	ContinueOnFailure bool     `json:"continue_on_failure"`
 	UniqueKey         *string  `json:"unique_key"`
+	Name              *string  `json:"name"`
 }
 
 // newTask converts and validates the input; prefix goes before field names in
@@ -49,6 +50,7 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 		{"group", in.Group, &t.Group, "leave it out for no group"},
 		{"chain", in.Chain, &t.Chain, "leave it out for no chain"},
 		{"unique_key", in.UniqueKey, &t.UniqueKey, "leave it out for no unique key (a key is 1 to 128 bytes)"},
+		{"name", in.Name, &t.Name, "leave it out for no name (a name is 1 to 200 characters)"},
 	} {
 		v, err := given(prefix, f.name, f.v, f.leaveOut)
 		if err != nil {
@@ -148,6 +150,7 @@ type Task struct {
 	CancelRequested   bool       `json:"cancel_requested"`
 	ChainWait         bool       `json:"chain_wait"`
 	UniqueKey         *string    `json:"unique_key"`
+	Name              *string    `json:"name"`
 	Schedule          *string    `json:"schedule"` // the schedule that created it
 	FireAt            *time.Time `json:"fire_at"`  // the fire time it is the run of; null for a run now
 }
@@ -174,7 +177,7 @@ func toTask(t *queue.Task) Task {
 		Transactional: t.Transactional, ContinueOnFailure: t.ContinueOnFailure, State: string(t.State),
 		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: orNull(t.CreatedBy), StartedAt: optTime(t.StartedAt),
 		FinishedAt: optTime(t.FinishedAt), LastError: orNull(t.LastError), CancelRequested: t.CancelRequested,
-		ChainWait: t.ChainWait, TimeoutSeconds: timeoutSeconds(t.Timeout), UniqueKey: orNull(t.UniqueKey),
+		ChainWait: t.ChainWait, TimeoutSeconds: timeoutSeconds(t.Timeout), UniqueKey: orNull(t.UniqueKey), Name: orNull(t.Name),
 		Schedule: orNull(t.Schedule), FireAt: optTime(t.FireAt)}
 	if t.State == queue.StateRunning {
 		o.LeaseOwner, o.LeaseExpiresAt, o.SessionID = orNull(t.LeaseOwner), optTime(t.LeaseExpiresAt), orNull(t.SessionID)

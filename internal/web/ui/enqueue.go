@@ -103,7 +103,7 @@ func readTaskForm(c echo.Context) (templates.TaskForm, error) {
 		Priority: v("priority"), Delay: v("delay"), AvailableAt: v("available_at"),
 		Group: v("group"), Chain: v("chain"), Stage: v("stage"),
 		MaxAttempts: v("max_attempts"), TimeoutSeconds: v("timeout_seconds"),
-		UniqueKey: v("unique_key"),
+		UniqueKey: v("unique_key"), Name: v("name"),
 	}
 	return f, formBools(c, checkbox{"transactional", &f.Transactional}, checkbox{"continue_on_failure", &f.ContinueOnFailure})
 }
@@ -140,6 +140,7 @@ func parseTaskForm(f templates.TaskForm, script bool) (queue.NewTask, map[string
 	if !script {
 		whole("stage", f.Stage, &t.Stage)
 		t.UniqueKey = f.UniqueKey // one key for a chain's many tasks would keep all but the first out
+		t.Name = f.Name
 	}
 	if f.TimeoutSeconds != "" {
 		s, err := strconv.ParseFloat(f.TimeoutSeconds, 64)

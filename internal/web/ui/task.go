@@ -109,6 +109,9 @@ func taskProps(t *queue.Task, now time.Time) []templates.KV {
 	if t.UniqueKey != "" {
 		props = append(props, templates.KV{Key: "unique key", Value: t.UniqueKey})
 	}
+	if t.Name != "" {
+		props = append([]templates.KV{{Key: "name", Value: t.Name}}, props...)
+	}
 	if t.Schedule != "" {
 		fire := "run now (outside the fire times)"
 		if !t.FireAt.IsZero() {

@@ -46,7 +46,7 @@ func (u *Pages) cloneForm(c echo.Context, clone string) (templates.TaskForm, err
 	}
 	n := ops.CopyOf(t)
 	f := templates.TaskForm{Queue: n.Queue, Body: n.Body, Priority: strconv.Itoa(*n.Priority), Group: n.Group,
-		MaxAttempts: strconv.Itoa(n.MaxAttempts), Transactional: n.Transactional, UniqueKey: n.UniqueKey}
+		MaxAttempts: strconv.Itoa(n.MaxAttempts), Transactional: n.Transactional, UniqueKey: n.UniqueKey, Name: n.Name}
 	if n.Timeout > 0 {
 		f.TimeoutSeconds = strconv.FormatInt(int64(n.Timeout.Seconds()), 10)
 	}
