@@ -181,3 +181,59 @@ func TestTaskNamePages(t *testing.T) {
 		require.Equal(t, http.StatusUnprocessableEntity, bad.status)
 	})
 }
+
+// The selected rows: each row of the tasks page has a checkbox for an
+// operator; "Cancel selected" asks with the count of the selected tasks and
+// cancels those only.
+func TestBulkSelectedPages(t *testing.T) {
+	t.Parallel()
+	eachDialect(t, func(t *testing.T, d testenv.Dialect) {
+		e := newUIEnv(t, uiOpts{dialect: d})
+		e.runBulks()
+		ids := e.enqueue(queue.NewTask{Queue: "sel", Body: "SELECT 1", Delay: time.Hour}, queue.NewTask{Queue: "sel", Body: "SELECT 2", Delay: time.Hour},
+			queue.NewTask{Queue: "sel", Body: "SELECT 3", Delay: time.Hour})
+		p := e.get("/tasks?queue=sel")
+		require.Contains(t, p.body, fmt.Sprintf(`name="id" value="%d" form="bulk-selected"`, ids[0]))
+		require.Contains(t, p.body, `id="bulk-selected"`)
+
+		p = e.get(fmt.Sprintf("/tasks/bulk?action=cancel&id=%d&id=%d&id=%d", ids[0], ids[2], ids[2]))
+		require.Equal(t, http.StatusOK, p.status, "%s", p.body)
+		require.Contains(t, p.body, "Cancel 2 tasks?", "a repeated id counts once")
+		require.Contains(t, p.body, fmt.Sprintf(`name="id" value="%d"`, ids[2]))
+		require.Equal(t, http.StatusBadRequest, e.get("/tasks/bulk?action=cancel&id=x").status)
+
+		r := e.post("/tasks/bulk", url.Values{"action": {"cancel"}, "id": {fmt.Sprint(ids[0]), fmt.Sprint(ids[2])}})
+		require.Equal(t, http.StatusSeeOther, r.status, "%s", r.body)
+		require.Eventually(t, func() bool {
+			return strings.Contains(e.get(r.location).body, "Finished: 2 tasks done, 0 skipped.")
+		}, time.Minute, 50*time.Millisecond)
+		for i, want := range []queue.State{queue.StateCancelled, queue.StatePending, queue.StateCancelled} {
+			got, err := e.store.Get(e.ctx, ids[i])
+			require.NoError(t, err)
+			require.Equal(t, want, got.State, "task %d", ids[i])
+		}
+	})
+}
+
+// In a browser: tick two rows, "Cancel selected", confirm; the third stays.
+func TestBrowserBulkCancelSelected(t *testing.T) {
+	t.Parallel()
+	tab, _ := newBrowser(t)
+	e := newUIEnv(t, uiOpts{dialect: browserDialect})
+	e.runBulks()
+	ids := e.enqueue(queue.NewTask{Queue: "sel", Body: "SELECT 1", Delay: time.Hour}, queue.NewTask{Queue: "sel", Body: "SELECT 2", Delay: time.Hour},
+		queue.NewTask{Queue: "sel", Body: "SELECT 3", Delay: time.Hour})
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/tasks?queue=sel")))
+	for _, id := range []int64{ids[0], ids[1]} {
+		require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-id="%d"] input[name=id]`, id)))))
+	}
+	submit(t, tab, `#bulk-selected button[value=cancel]`)
+	require.Equal(t, "Cancel 2 tasks?", textOf(tab, "#bulk-question"))
+	loc := submit(t, tab, "#bulk-confirm")
+	require.True(t, strings.HasPrefix(loc, e.srv.URL+"/bulk/"), loc)
+	require.Eventually(t, func() bool { return textOf(tab, "#bulk-status") == "Finished: 2 tasks done, 0 skipped." },
+		time.Minute, 100*time.Millisecond)
+	got, err := e.store.Get(e.ctx, ids[2])
+	require.NoError(t, err)
+	require.Equal(t, queue.StatePending, got.State, "the task not selected stays")
+}

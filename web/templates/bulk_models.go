@@ -12,14 +12,15 @@ type BulkLink struct {
 // many tasks, and which.
 type BulkConfirm struct {
 	Page
-	Action   string // cancel, retry, delete
-	Verb     string // Cancel, Retry, Delete
-	Count    string // the matching tasks, formatted ("12 345", "more than 100 000")
-	None     bool   // nothing matches: nothing to confirm
-	Filter   []KV   // the filter, as the form sends it back
-	Describe string // the filter in words
-	Explain  string // what happens to the tasks it does not apply to
-	BackURL  string // the tasks page of the filter
+	Action   string  // cancel, retry, delete
+	Verb     string  // Cancel, Retry, Delete
+	Count    string  // the matching tasks, formatted ("12 345", "more than 100 000")
+	None     bool    // nothing matches: nothing to confirm
+	Filter   []KV    // the filter, as the form sends it back
+	IDs      []int64 // or the tasks selected
+	Describe string  // the filter in words
+	Explain  string  // what happens to the tasks it does not apply to
+	BackURL  string  // the tasks page of the filter
 }
 
 // BulkView is a bulk operation's progress.

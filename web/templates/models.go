@@ -123,6 +123,7 @@ type Tasks struct {
 	Older  *Link
 	Error  string
 	Bulk   []BulkLink // "Cancel all N matching": the filter's bulk actions
+	Pick   bool       // rows have checkboxes and the page the actions on the selected tasks (operator)
 }
 
 // TaskRow is one task in a table.
@@ -145,6 +146,7 @@ type TaskRow struct {
 	Body      string // first line, shortened
 	Error     string // last error, shortened
 	Actions   []Action
+	Pick      bool // a checkbox selects it for the bulk actions on selected tasks (operator)
 }
 
 // TaskDetail is one task's page.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,6 +104,21 @@ func describeFilter(f queue.TaskFilter) string {
 	return strings.Join(parts, ", ")
 }
 
+// bulkIDs reads the selected tasks' ids (id=…, repeated) of a bulk request;
+// none means the request is by its filter.
+func bulkIDs(values []string) ([]int64, error) {
+	var ids []int64
+	for _, v := range values {
+		id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || id < 1 {
+			return nil, &queue.ValidationError{Field: "id", Reason: strconv.Quote(v) + " is not a task id"}
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
 // bulkForm reads a bulk request's action and filter (the tasks list's
 // names), from the query of the confirmation or the form that confirms.
 func bulkForm(get func(string) string) (queue.BulkAction, queue.TaskFilter, int, error) {
@@ -123,12 +139,23 @@ func bulkForm(get func(string) string) (queue.BulkAction, queue.TaskFilter, int,
 // bulkConfirm asks before a bulk operation on a filter starts, with the
 // count of the tasks it matches now.
 func (u *Pages) bulkConfirm(c echo.Context) error {
+	ids, err := bulkIDs(c.QueryParams()["id"])
+	if err != nil {
+		return err
+	}
 	action, f, i, err := bulkForm(c.QueryParam)
 	if err != nil {
 		return err
 	}
-	n, more, err := u.ops.CountMatching(c.Request().Context(), f)
-	if err != nil {
+	var (
+		n    = int64(len(ids))
+		more bool
+	)
+	if len(ids) == 0 {
+		if n, more, err = u.ops.CountMatching(c.Request().Context(), f); err != nil {
+			return err
+		}
+	} else if err := queue.CheckBulkSelection(queue.BulkSelection{IDs: ids}); err != nil {
 		return err
 	}
 	verb := bulkVerbs[i].verb
@@ -145,6 +172,9 @@ func (u *Pages) bulkConfirm(c echo.Context) error {
 			"chain", f.Chain, "schedule", f.Schedule, "text", f.Text),
 		Explain: fmt.Sprintf("It applies to %s tasks; the others are counted as skipped.", strings.Join(applies, " or ")),
 		Page:    u.page(c, "tasks", fmt.Sprintf("%s %s tasks", verb, count), templates.Live{}, nil)}
+	if len(ids) > 0 {
+		v.IDs, v.Filter, v.Describe, v.BackURL = ids, nil, "the tasks you selected", "/tasks"
+	}
 	return render(c, http.StatusOK, templates.BulkConfirmPage(v))
 }
 
@@ -155,7 +185,19 @@ func (u *Pages) startBulk(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	op, err := u.ops.StartBulk(c.Request().Context(), auth.Actor(c), action, queue.BulkSelection{Filter: &f})
+	form, err := c.FormParams()
+	if err != nil {
+		return err
+	}
+	ids, err := bulkIDs(form["id"])
+	if err != nil {
+		return err
+	}
+	sel := queue.BulkSelection{Filter: &f}
+	if len(ids) > 0 {
+		sel = queue.BulkSelection{IDs: ids}
+	}
+	op, err := u.ops.StartBulk(c.Request().Context(), auth.Actor(c), action, sel)
 	if err != nil {
 		return err
 	}
@@ -183,7 +225,9 @@ func (u *Pages) bulk(c echo.Context) error {
 	v := templates.BulkView{ID: op.ID, Action: string(op.Action), Selection: op.Selection, Matched: op.Matched, Done: op.Done,
 		Skipped: op.Skipped, Finished: op.Finished(), Error: op.Error, CreatedBy: op.CreatedBy,
 		Created: showTime(op.CreatedAt, now), Updated: showTime(op.UpdatedAt, now), TasksURL: "/tasks"}
-	if sel, err := queue.ParseBulkSelection(op.Selection); err == nil && sel.Filter != nil {
+	if sel, err := queue.ParseBulkSelection(op.Selection); err == nil && len(sel.IDs) > 0 {
+		v.Selection = fmt.Sprintf("%d selected tasks", len(sel.IDs))
+	} else if err == nil && sel.Filter != nil {
 		f := *sel.Filter
 		v.TasksURL = withQuery("/tasks", "state", string(f.State), "queue", f.Queue, "group", f.Group, "chain", f.Chain, "schedule", f.Schedule, "text", f.Text)
 		v.Selection = describeFilter(f)

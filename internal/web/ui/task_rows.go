@@ -39,7 +39,7 @@ func taskRow(t *queue.Task, now time.Time, operate bool, back string) templates.
 		r.Waiting = "cancelling"
 	}
 	if operate {
-		r.Actions = taskActions(t, back)
+		r.Actions, r.Pick = taskActions(t, back), true
 	}
 	return r
 }

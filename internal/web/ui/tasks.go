@@ -55,6 +55,7 @@ func (u *Pages) tasks(c echo.Context) error {
 		if v.Bulk, err = u.bulkLinks(c, p); err != nil {
 			return err
 		}
+		v.Pick = v.CanOperate
 	}
 	v.Newest, v.Older = pages("/tasks", tasksQuery(p), p.Before, len(list), tasksPageSize, lastTaskID(list))
 	if p.Text != "" && len(list) < tasksPageSize && scannedTo > 0 {
