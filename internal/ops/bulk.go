@@ -47,6 +47,9 @@ func (o *Ops) CountMatching(ctx context.Context, f queue.TaskFilter) (n int64, m
 // its tasks (a filter's, bounded; the number of ids given), and wakes this
 // node's runner. The operation runs in the background; GetBulk follows it.
 func (o *Ops) StartBulk(ctx context.Context, actor string, action queue.BulkAction, sel queue.BulkSelection) (*queue.BulkOp, error) {
+	if len(sel.IDs) > 0 { // each task once, as it is done once
+		sel.IDs = slices.Compact(slices.Sorted(slices.Values(sel.IDs)))
+	}
 	nb := queue.NewBulk{Action: action, Selection: sel, Actor: actor, Matched: int64(len(sel.IDs))}
 	if err := queue.CheckNewBulk(nb); err != nil {
 		return nil, err

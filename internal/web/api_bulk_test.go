@@ -82,7 +82,7 @@ func TestAPIBulkActions(t *testing.T) {
 		var page api.TaskPage
 		r = e.call("GET", "/api/tasks?queue=etl&limit=2", testViewerToken, "")
 		r.json(t, &page)
-		r = e.call("POST", "/api/tasks/retry", alice, fmt.Sprintf(`{"ids":[%d,%d]}`, page.Tasks[0].ID, page.Tasks[1].ID))
+		r = e.call("POST", "/api/tasks/retry", alice, fmt.Sprintf(`{"ids":[%d,%d,%d]}`, page.Tasks[0].ID, page.Tasks[1].ID, page.Tasks[0].ID))
 		require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
 		r.json(t, &b)
 		require.Equal(t, int64(2), b.Matched)
