@@ -25,6 +25,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		4: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'target') IS NULL THEN 0 ELSE 1 END;",
 		5: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_jobs', N'U') IS NULL THEN 0 ELSE 1 END;",
 		6: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_alert_events', N'U') IS NULL THEN 0 ELSE 1 END;",
+		7: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_bulk_ops', N'U') IS NULL THEN 0 ELSE 1 END;",
 	},
 	dialect.Postgres: {
 		1: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
@@ -34,6 +35,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		4: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_tasks' AND column_name = 'target'",
 		5: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_jobs'",
 		6: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_alert_events'",
+		7: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_bulk_ops'",
 	},
 	dialect.SQLite: {
 		1: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_tasks'",
@@ -43,6 +45,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		4: "SELECT count(*) FROM pragma_table_info('readpast_tasks') WHERE name = 'target'",
 		5: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_jobs'",
 		6: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_alert_events'",
+		7: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_bulk_ops'",
 	},
 }
 

@@ -104,6 +104,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer stopAlerts()
 	alertsDone := make(chan struct{})
 	go func() { defer close(alertsDone); _ = alerter.Run(alertsCtx) }()
+	bulkDone := make(chan struct{})
+	go func() { defer close(bulkDone); handler.RunBulks(schedCtx) }()
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNode()
 	var wg sync.WaitGroup
@@ -134,6 +136,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	stopScheduler()
 	<-schedDone
+	<-bulkDone
 	stopNode()
 	wg.Wait()
 	stopAlerts()

@@ -64,6 +64,7 @@ type Ops struct {
 	sched     Scheduler
 	schedules schedule.Editor // holds the body limit too
 	lease     time.Duration
+	bulkWake  chan struct{} // StartBulk wakes RunBulks
 }
 
 // New returns the operations on d.Store.
@@ -72,7 +73,7 @@ func New(d Deps) *Ops {
 		d.Lease = 30 * time.Second
 	}
 	return &Ops{store: d.Store, node: d.Node, sched: d.Scheduler, lease: d.Lease,
-		schedules: schedule.Editor{Store: d.Store, MaxBodyBytes: d.MaxBodyBytes}}
+		schedules: schedule.Editor{Store: d.Store, MaxBodyBytes: d.MaxBodyBytes}, bulkWake: make(chan struct{}, 1)}
 }
 
 // wake tells this node's idle workers of the queue about new work.

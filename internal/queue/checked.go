@@ -76,6 +76,9 @@ func checkOutcomes(attempts []Attempt) error {
 }
 
 func (c checked) List(ctx context.Context, p ListParams) ([]*Task, error) {
+	if p.Text != "" {
+		return nil, &ValidationError{Field: "text", Reason: "is a search: Search reads it, within a window"}
+	}
 	limit, err := CheckList(p)
 	if err != nil {
 		return nil, err
@@ -147,4 +150,56 @@ func (c checked) Hold(ctx context.Context, op HoldOp) (Held, error) {
 		op.Tasks = tasks
 	}
 	return c.Store.Hold(ctx, op)
+}
+
+func (c checked) CreateBulk(ctx context.Context, b NewBulk) (int64, error) {
+	if err := CheckNewBulk(b); err != nil {
+		return 0, err
+	}
+	return c.Store.CreateBulk(ctx, b)
+}
+
+func (c checked) ClaimBulk(ctx context.Context, owner string, lease time.Duration) (*BulkOp, error) {
+	if err := CheckBulkClaim(owner, lease); err != nil {
+		return nil, err
+	}
+	return c.Store.ClaimBulk(ctx, owner, lease)
+}
+
+func (c checked) AdvanceBulk(ctx context.Context, a BulkAdvance) error {
+	if err := CheckBulkAdvance(a); err != nil {
+		return err
+	}
+	return c.Store.AdvanceBulk(ctx, a)
+}
+
+func (c checked) Bulks(ctx context.Context, before int64, limit int) ([]BulkOp, error) {
+	limit, err := CheckBulkPage(before, limit)
+	if err != nil {
+		return nil, err
+	}
+	return c.Store.Bulks(ctx, before, limit)
+}
+
+func (c checked) DeleteTask(ctx context.Context, id int64, actor string) error {
+	if err := CheckTaskAction(id, actor); err != nil {
+		return err
+	}
+	return c.Store.DeleteTask(ctx, id, actor)
+}
+
+func (c checked) CountTasks(ctx context.Context, p ListParams, max int) (int64, error) {
+	if err := CheckCount(p, max); err != nil {
+		return 0, err
+	}
+	return c.Store.CountTasks(ctx, p, max)
+}
+
+func (c checked) Search(ctx context.Context, p ListParams, window int) ([]*Task, int64, error) {
+	limit, err := CheckSearch(p, window)
+	if err != nil {
+		return nil, 0, err
+	}
+	p.Limit = limit
+	return c.Store.Search(ctx, p, window)
 }

@@ -14,6 +14,9 @@ const (
 	HoldFinish  HoldKind = "finish"  // Finish(Attempts)
 	HoldEnqueue HoldKind = "enqueue" // Enqueue(Tasks)
 	HoldCancel  HoldKind = "cancel"  // Cancel(TaskID, Actor)
+	HoldRetry   HoldKind = "retry"   // Retry(TaskID, Actor)
+	HoldDelete  HoldKind = "delete"  // DeleteTask(TaskID, Actor)
+	HoldBulk    HoldKind = "bulk"    // AdvanceBulk(Bulk)
 )
 
 // HoldOp is one operation for Store.Hold; the fields of its kind are set.
@@ -24,6 +27,7 @@ type HoldOp struct {
 	Tasks    []NewTask
 	TaskID   int64
 	Actor    string
+	Bulk     BulkAdvance
 }
 
 // Held is an operation whose transaction is still open.
@@ -53,12 +57,17 @@ func CheckHold(op HoldOp) error {
 		if len(op.Tasks) == 0 {
 			return &ValidationError{Field: "tasks", Reason: "is empty: a held enqueue needs a task"}
 		}
-	case HoldCancel:
+	case HoldCancel, HoldRetry, HoldDelete:
 		if op.TaskID <= 0 {
 			return &ValidationError{Field: "task_id", Reason: "must name a task"}
 		}
+		if op.Actor == "" {
+			return &ValidationError{Field: "actor", Reason: "is empty: every change records who made it"}
+		}
+	case HoldBulk:
+		return CheckBulkAdvance(op.Bulk)
 	default:
-		return &ValidationError{Field: "kind", Reason: fmt.Sprintf("%q is not one of claim, finish, enqueue, cancel", op.Kind)}
+		return &ValidationError{Field: "kind", Reason: fmt.Sprintf("%q is not one of claim, finish, enqueue, cancel, retry, delete, bulk", op.Kind)}
 	}
 	return nil
 }

@@ -50,6 +50,9 @@ type NewTask struct {
 	// Retry, when set, is the task's wait before a retry (RetryPolicy); nil:
 	// its queue's, else Backoff.
 	Retry *RetryPolicy
+	// Name, optional, is shown instead of the body's first line and is
+	// searched with it: at most MaxTaskName characters of text.
+	Name string
 }
 
 // TargetStore is the name every node gives the store's own database as a
@@ -185,7 +188,33 @@ func (t NewTask) Normalize(maxBody int) (NewTask, error) {
 		p := RetryPolicy{Interval: t.Retry.Interval.Round(time.Millisecond), Cap: t.Retry.Cap.Round(time.Millisecond)}
 		t.Retry = &p
 	}
+	if err := CheckTaskName(t.Name); err != nil {
+		return NewTask{}, err
+	}
 	return t, nil
+}
+
+// MaxTaskName bounds a task's name, in characters.
+const MaxTaskName = 200
+
+// CheckTaskName refuses a task name that is not text of at most MaxTaskName
+// characters without control characters ("" is no name).
+func CheckTaskName(name string) error {
+	if n := utf8.RuneCountInString(name); n > MaxTaskName {
+		return &ValidationError{Field: "name", Reason: fmt.Sprintf("is %d characters: give at most %d", n, MaxTaskName)}
+	}
+	if len(name) > 4*MaxTaskName { // CheckName's byte limit is for names of 128 bytes
+		return &ValidationError{Field: "name", Reason: "is too long"}
+	}
+	for i, r := range name {
+		if r == utf8.RuneError || r == 0 || (r != '\t' && (r < 0x20 || r == 0x7f)) {
+			return &ValidationError{Field: "name", Reason: fmt.Sprintf("holds a control character or invalid UTF-8 at byte %d: a name is one line of text", i)}
+		}
+	}
+	if isBlank(name) && name != "" {
+		return &ValidationError{Field: "name", Reason: "is only white space"}
+	}
+	return nil
 }
 
 // CheckMaxAttempts returns a *ValidationError when n is not an attempt budget

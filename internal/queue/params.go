@@ -104,8 +104,11 @@ type ListParams struct {
 	Chain string
 	// Schedule: only tasks created by this schedule.
 	Schedule string
-	Before   int64 // keyset cursor: only ids below this; 0 starts at the newest
-	Limit    int   // 1–1000; 0 means 50
+	// Text: only tasks whose body contains it (queue.BulkStore's Search and
+	// CountTasks read it; List refuses it).
+	Text   string
+	Before int64 // keyset cursor: only ids below this; 0 starts at the newest
+	Limit  int   // 1–1000; 0 means 50
 }
 
 // EveryStateOfGroupOrSchedule reports whether p asks for a group's or a

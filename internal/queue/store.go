@@ -29,6 +29,7 @@ type Store interface {
 	JobStore
 	AuditStore
 	AlertStore
+	BulkStore
 	Listener
 	Holder
 }

@@ -85,6 +85,7 @@ type Task struct {
 	FinishedAt        time.Time // zero until the task is finished
 	LastError         string
 	UniqueKey         string // "" when the task has none
+	Name              string // "" when the task has none
 	// Schedule is the schedule that created the task ("" when none), and
 	// FireAt the fire time it is the run of (zero for a Run now).
 	Schedule string

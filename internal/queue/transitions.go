@@ -194,6 +194,9 @@ func CheckList(p ListParams) (int, error) {
 	if err := CheckName("chain", p.Chain); err != nil {
 		return 0, err
 	}
+	if err := checkText(p.Text); err != nil {
+		return 0, err
+	}
 	switch {
 	case p.Limit == 0:
 		return 50, nil

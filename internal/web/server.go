@@ -13,8 +13,10 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -87,6 +89,8 @@ type Server struct {
 	log   *slog.Logger
 	guard *auth.Guard
 	pages *ui.Pages
+	ops   *ops.Ops
+	owner string // who runs bulk operations here: the node, or this process
 }
 
 // New builds the server and its routes.
@@ -108,7 +112,12 @@ func New(d Deps) (*Server, error) {
 	if bodies == "" {
 		bodies = d.Store.Dialect()
 	}
-	s := &Server{echo: echo.New(), log: d.Logger, guard: guard,
+	owner := nodeID
+	if owner == "" {
+		host, _ := os.Hostname()
+		owner = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	s := &Server{echo: echo.New(), log: d.Logger, guard: guard, ops: operations, owner: owner,
 		pages: ui.New(ui.Deps{Store: d.Store, Ops: operations, Node: d.Node, Guard: guard, Version: d.Version,
 			Lease: d.Lease, Syntax: sqlscript.SyntaxOf(bodies), Logger: d.Logger, Targets: d.Targets, Alerts: d.Alerts})}
 	e := s.echo
@@ -130,6 +139,10 @@ func New(d Deps) (*Server, error) {
 	s.pages.Register(e, view, operate)
 	return s, nil
 }
+
+// RunBulks runs the bulk operations the API and the pages request (and
+// those any node left unfinished) until ctx ends (ops.RunBulks).
+func (s *Server) RunBulks(ctx context.Context) { s.ops.RunBulks(ctx, s.owner, s.log) }
 
 // CloseLive says goodbye to every live-update websocket (close code 1001, so
 // the pages reconnect) and waits until the goodbyes are written or ctx ends.

@@ -164,6 +164,7 @@
       }
       var old = byId[id];
       if (old && old.parentNode === tbody) {
+        keepPicked(old, row);
         tbody.replaceChild(row, old);
       }
       byId[id] = row;
@@ -194,6 +195,16 @@
     var empty = document.querySelector('[data-live-empty]');
     if (empty) {
       empty.classList.toggle('hidden', tbody.children.length > 0);
+    }
+  }
+
+  // keepPicked carries a row's bulk-selection checkbox over to its new
+  // version, so a live update does not drop what the operator selected.
+  function keepPicked(old, row) {
+    var was = old.querySelector('input[type=checkbox][name=id]');
+    var now = row.querySelector('input[type=checkbox][name=id]');
+    if (was && now) {
+      now.checked = was.checked;
     }
   }
 

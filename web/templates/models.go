@@ -19,6 +19,7 @@ type Page struct {
 	Live       Live // which live view the websocket should follow; empty: none
 	Totals     []StateCount
 	Flash      string // a one-line notice after a redirect
+	Refresh    int    // seconds after which the page reloads itself (a bulk operation's progress); 0: never
 }
 
 // Live names the websocket view of a page and its query (the page's filters).
@@ -111,6 +112,7 @@ type TaskFilter struct {
 	Group    string
 	Chain    string
 	Schedule string
+	Text     string // the body contains it (a bounded search)
 	States   []string
 	Queues   []string
 }
@@ -123,6 +125,8 @@ type Tasks struct {
 	Newest *Link // back to the first page
 	Older  *Link
 	Error  string
+	Bulk   []BulkLink // "Cancel all N matching": the filter's bulk actions
+	Pick   bool       // rows have checkboxes and the page the actions on the selected tasks (operator)
 }
 
 // TaskRow is one task in a table.
@@ -145,6 +149,7 @@ type TaskRow struct {
 	Body      string // first line, shortened
 	Error     string // last error, shortened
 	Actions   []Action
+	Pick      bool // a checkbox selects it for the bulk actions on selected tasks (operator)
 }
 
 // TaskDetail is one task's page.
@@ -158,6 +163,7 @@ type TaskDetail struct {
 	Body     string
 	Error    string
 	Actions  []Action
+	CloneURL string // the enqueue form filled with this task ("clone and edit"); "" for a viewer
 	Attempts []AttemptRow
 	// Activity is what the running attempt's session does now (nil: not
 	// running, or nothing to show).
@@ -269,6 +275,7 @@ type TaskForm struct {
 	Target      string
 	Targets     string
 	FanOutLimit string
+	Name        string
 }
 
 // Enqueue is the enqueue page: one task, or a script that becomes a chain.

@@ -7,7 +7,10 @@ import (
 	"readpast/internal/queue"
 )
 
-const cancelSQL = `SELECT out_found, out_changed, out_state FROM readpast_cancel($1, $2)`
+const (
+	cancelSQL = `SELECT out_found, out_changed, out_state FROM readpast_cancel($1, $2)`
+	retrySQL  = `SELECT out_found, out_changed, out_state FROM readpast_retry($1, $2)`
+)
 
 // Cancel implements queue.Store (readpast_cancel: pending cancels now, running
 // gets cancel_requested, finished is ErrInvalidState).
@@ -34,7 +37,7 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 	var found, changed bool
 	var state *string
 	err := s.write(ctx, func(ctx context.Context, c conn) error {
-		return c.QueryRow(ctx, `SELECT out_found, out_changed, out_state FROM readpast_retry($1, $2)`, id, actor).
+		return c.QueryRow(ctx, retrySQL, id, actor).
 			Scan(&found, &changed, &state)
 	})
 	switch {

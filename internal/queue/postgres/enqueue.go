@@ -16,38 +16,26 @@ import (
 // (Listen) hear of the new tasks when they commit.
 func (s *Store) Enqueue(ctx context.Context, tasks []queue.NewTask) ([]queue.Enqueued, error) {
 	var out []queue.Enqueued
-	collect := func(rows pgx.Rows, err error) error {
-		if err == nil {
-			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Enqueued, error) {
-				var e queue.Enqueued
-				err := r.Scan(&e.ID, &e.Duplicate)
-				return e, err
-			})
-		}
-		return err
-	}
 	var err error
-	if ids, intervals, caps := retryArgs(tasks); ids == nil {
+	if ids, intervals, caps := retryArgs(tasks); ids == nil && !hasNames(tasks) {
 		err = s.write(ctx, func(ctx context.Context, c conn) error {
-			return collect(c.Query(ctx, enqueueSQL, enqueueArgs(tasks)...))
+			var err error
+			out, err = enqueueOn(ctx, c, tasks)
+			return err
 		})
 	} else {
-		// Tasks with a retry policy of their own: the enqueue, then their
-		// policies, in one transaction.
+		// Tasks with a retry policy or a name of their own: the enqueue, then
+		// their policies and names, in one transaction. A batch with neither,
+		// the common case, is the one statement of readpast_enqueue.
 		err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			if err := collect(tx.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)); err != nil {
+			var err error
+			if out, err = enqueueOn(ctx, tx, tasks); err != nil {
 				return err
 			}
-			var newIDs []int64
-			var iv, cp []*int64
-			for _, i := range ids {
-				if !out[i].Duplicate {
-					newIDs, iv, cp = append(newIDs, out[i].ID), append(iv, intervals[i]), append(cp, caps[i])
-				}
+			if err := setRetryPolicies(ctx, tx, out, ids, intervals, caps); err != nil {
+				return err
 			}
-			_, err := tx.Exec(ctx, `UPDATE readpast_tasks t SET retry_interval_ms = x.i, retry_cap_ms = x.c
-				FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS x(id, i, c) WHERE t.id = x.id`, newIDs, iv, cp)
-			return err
+			return setNames(ctx, tx, tasks, out)
 		})
 	}
 	if err != nil {
@@ -96,4 +84,65 @@ func retryArgs(tasks []queue.NewTask) (ids []int, intervals, caps []*int64) {
 		intervals[i], caps[i] = queue.RetryMillis(t.Retry)
 	}
 	return ids, intervals, caps
+}
+
+// enqueueOn runs readpast_enqueue on q.
+func enqueueOn(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, tasks []queue.NewTask) ([]queue.Enqueued, error) {
+	rows, err := q.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.Enqueued, error) {
+		var e queue.Enqueued
+		err := r.Scan(&e.ID, &e.Duplicate)
+		return e, err
+	})
+}
+
+// hasNames reports whether a task of the batch has a name.
+func hasNames(tasks []queue.NewTask) bool {
+	for _, t := range tasks {
+		if t.Name != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// setRetryPolicies writes the policies of the tasks at positions ids that
+// the enqueue created (a duplicate is another task, which keeps its own).
+func setRetryPolicies(ctx context.Context, tx pgx.Tx, out []queue.Enqueued, ids []int, intervals, caps []*int64) error {
+	var newIDs []int64
+	var iv, cp []*int64
+	for _, i := range ids {
+		if !out[i].Duplicate {
+			newIDs, iv, cp = append(newIDs, out[i].ID), append(iv, intervals[i]), append(cp, caps[i])
+		}
+	}
+	if len(newIDs) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE readpast_tasks t SET retry_interval_ms = x.i, retry_cap_ms = x.c
+		FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS x(id, i, c) WHERE t.id = x.id`, newIDs, iv, cp)
+	return err
+}
+
+// setNames writes the names of the tasks the enqueue created (not of the
+// duplicates, which are other tasks).
+func setNames(ctx context.Context, tx pgx.Tx, tasks []queue.NewTask, out []queue.Enqueued) error {
+	var ids []int64
+	var names []string
+	for i, r := range out {
+		if !r.Duplicate && tasks[i].Name != "" {
+			ids, names = append(ids, r.ID), append(names, tasks[i].Name)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE readpast_tasks t SET name = x.name
+		FROM unnest($1::bigint[], $2::text[]) AS x(id, name) WHERE t.id = x.id`, ids, names)
+	return err
 }

@@ -27,6 +27,12 @@ func (s *Store) Hold(ctx context.Context, op queue.HoldOp) (queue.Held, error) {
 		sql, args = enqueueSQL, enqueueArgs(op.Tasks)
 	case queue.HoldCancel:
 		sql, args = cancelSQL, []any{op.TaskID, op.Actor}
+	case queue.HoldRetry:
+		sql, args = retrySQL, []any{op.TaskID, op.Actor}
+	case queue.HoldDelete:
+		sql, args = deleteTaskSQL, []any{op.TaskID, op.Actor}
+	case queue.HoldBulk:
+		sql, args = advanceBulkSQL, advanceBulkArgs(op.Bulk)
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {

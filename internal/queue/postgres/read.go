@@ -69,9 +69,12 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 // by theirs, which hold one range per state (migrations/*/000001_baseline); a state over
 // all queues is merged per queue, and every state of a queue, a group or a
 // schedule per state.
-func listSQL(p queue.ListParams) (string, []any) {
+func listSQL(p queue.ListParams) (string, []any) { return listSQLOf(taskColumns, p) }
+
+// listSQLOf is listSQL reading cols.
+func listSQLOf(cols string, p queue.ListParams) (string, []any) {
 	limit := p.Limit // checked and defaulted by queue.Checked
-	pg := &page{cols: taskColumns, table: "readpast_tasks"}
+	pg := &page{cols: cols, table: "readpast_tasks"}
 	if p.State != "" {
 		pg.where = append(pg.where, "state = "+literal(string(p.State)))
 	}

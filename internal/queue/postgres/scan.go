@@ -13,14 +13,14 @@ import (
 const taskColumns = `id, queue, body, priority, available_at, group_name, chain, stage, chain_wait,
 	continue_on_failure, max_attempts, timeout_ms, transactional, state, attempts, lease_owner,
 	lease_token, lease_expires_at, session_id, cancel_requested, created_at, created_by,
-	started_at, finished_at, last_error, unique_key, schedule_name, fire_at, target`
+	started_at, finished_at, last_error, unique_key, schedule_name, fire_at, target, name`
 
 // scanTask reads one row of taskColumns (plus extra destinations after them).
 func scanTask(row pgx.Row, extra ...any) (*queue.Task, error) {
 	var (
 		t                                 queue.Task
 		group, chain, owner, session, err *string
-		key, schedule                     *string
+		key, schedule, name               *string
 		token                             *int64
 		expires, started, finished        *time.Time
 		fireAt                            *time.Time
@@ -30,14 +30,14 @@ func scanTask(row pgx.Row, extra ...any) (*queue.Task, error) {
 	dest := []any{&t.ID, &t.Queue, &t.Body, &t.Priority, &t.AvailableAt, &group, &chain, &t.Stage, &t.ChainWait,
 		&t.ContinueOnFailure, &t.MaxAttempts, &timeoutMS, &t.Transactional, &state, &t.Attempts, &owner,
 		&token, &expires, &session, &t.CancelRequested, &t.CreatedAt, &t.CreatedBy,
-		&started, &finished, &err, &key, &schedule, &fireAt, &t.Target}
+		&started, &finished, &err, &key, &schedule, &fireAt, &t.Target, &name}
 	if e := row.Scan(append(dest, extra...)...); e != nil {
 		return nil, e
 	}
 	t.State = queue.State(state)
 	t.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	t.Group, t.Chain, t.LeaseOwner, t.SessionID, t.LastError = str(group), str(chain), str(owner), str(session), str(err)
-	t.UniqueKey, t.Schedule, t.FireAt = str(key), str(schedule), utc(fireAt)
+	t.UniqueKey, t.Schedule, t.FireAt, t.Name = str(key), str(schedule), utc(fireAt), str(name)
 	if token != nil {
 		t.LeaseToken = *token
 	}

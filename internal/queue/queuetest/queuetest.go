@@ -69,6 +69,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"alerts", alertTests},
 		{"alert_reads", alertReadTests},
 		{"alert_concurrency", alertConcurrencyTests},
+		{"bulk", bulkTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -109,51 +109,56 @@ func (s *Store) cancelTx(tx *sql.Tx, now int64, id int64, actor string) (queue.S
 // Retry implements queue.Store.
 func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 	return s.write(ctx, fmt.Sprintf("retrying task %d", id), func(ctx context.Context, tx *sql.Tx, now int64) error {
-		var st queue.State
-		var chain sql.NullString
-		var stage int
-		var q string
-		err := tx.QueryRow(`SELECT state, chain, stage, queue FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage, &q)
-		if errors.Is(err, sql.ErrNoRows) {
-			return queue.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if st != queue.StateFailed && st != queue.StateCancelled {
-			return fmt.Errorf("%w: task %d is %s; only failed or cancelled tasks can be retried", queue.ErrInvalidState, id, st)
-		}
-		_, err = tx.Exec(`UPDATE readpast_tasks SET state = 'pending', available_at = ?, delayed = 0, retry_base = attempts,
-			finished_at = NULL, finished_by = NULL, cancel_requested = 0, chain_cancelled = 0 WHERE id = ?`, now, id)
+		return s.retryTx(tx, now, id, actor)
+	})
+}
+
+// retryTx is Retry inside the caller's write transaction.
+func (s *Store) retryTx(tx *sql.Tx, now int64, id int64, actor string) error {
+	var st queue.State
+	var chain sql.NullString
+	var stage int
+	var q string
+	err := tx.QueryRow(`SELECT state, chain, stage, queue FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage, &q)
+	if errors.Is(err, sql.ErrNoRows) {
+		return queue.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if st != queue.StateFailed && st != queue.StateCancelled {
+		return fmt.Errorf("%w: task %d is %s; only failed or cancelled tasks can be retried", queue.ErrInvalidState, id, st)
+	}
+	_, err = tx.Exec(`UPDATE readpast_tasks SET state = 'pending', available_at = ?, delayed = 0, retry_base = attempts,
+		finished_at = NULL, finished_by = NULL, cancel_requested = 0, chain_cancelled = 0 WHERE id = ?`, now, id)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("%w: another unfinished task of queue %s has the unique key of task %d", queue.ErrInvalidState, q, id)
+	}
+	if err != nil {
+		return err
+	}
+	if err := countFinished(tx, q, st, -1); err != nil {
+		return err
+	}
+	if chain.Valid {
+		reopened, err := queryStrings(tx, `UPDATE readpast_tasks SET state = 'pending', chain_cancelled = 0, finished_at = NULL
+			WHERE chain = ? AND state = 'cancelled' AND chain_cancelled = 1 AND stage > ? RETURNING queue`, chain.String, stage)
 		if isUniqueViolation(err) {
-			return fmt.Errorf("%w: another unfinished task of queue %s has the unique key of task %d", queue.ErrInvalidState, q, id)
+			return fmt.Errorf("%w: a task of chain %s that the retry would reopen has the unique key of an unfinished task", queue.ErrInvalidState, chain.String)
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("reopening chain %s: %w", chain.String, err)
 		}
-		if err := countFinished(tx, q, st, -1); err != nil {
-			return err
-		}
-		if chain.Valid {
-			reopened, err := queryStrings(tx, `UPDATE readpast_tasks SET state = 'pending', chain_cancelled = 0, finished_at = NULL
-				WHERE chain = ? AND state = 'cancelled' AND chain_cancelled = 1 AND stage > ? RETURNING queue`, chain.String, stage)
-			if isUniqueViolation(err) {
-				return fmt.Errorf("%w: a task of chain %s that the retry would reopen has the unique key of an unfinished task", queue.ErrInvalidState, chain.String)
-			}
-			if err != nil {
-				return fmt.Errorf("reopening chain %s: %w", chain.String, err)
-			}
-			for _, rq := range reopened {
-				if err := countFinished(tx, rq, queue.StateCancelled, -1); err != nil {
-					return err
-				}
-			}
-			if err := refreshChain(tx, chain.String); err != nil {
+		for _, rq := range reopened {
+			if err := countFinished(tx, rq, queue.StateCancelled, -1); err != nil {
 				return err
 			}
 		}
-		return s.audit(tx, now, actor, "retry", taskTarget(id), "")
-	})
+		if err := refreshChain(tx, chain.String); err != nil {
+			return err
+		}
+	}
+	return s.audit(tx, now, actor, "retry", taskTarget(id), "")
 }
 
 // UpdateQueue implements queue.Store.

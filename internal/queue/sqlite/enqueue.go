@@ -39,8 +39,8 @@ func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask
 	}
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO readpast_tasks
 		(queue, body, priority, available_at, delayed, group_name, chain, stage, continue_on_failure,
-		 max_attempts, timeout_ms, transactional, created_at, created_by, unique_key, target, retry_interval_ms, retry_cap_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 max_attempts, timeout_ms, transactional, created_at, created_by, unique_key, target, retry_interval_ms, retry_cap_ms, name)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('pending', 'running') DO NOTHING`)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func enqueueTx(ctx context.Context, tx *sql.Tx, now int64, tasks []queue.NewTask
 		interval, capMS := queue.RetryMillis(t.Retry)
 		res, err := ins.ExecContext(ctx, t.Queue, t.Body, *t.Priority, at, boolInt(at > now), nullString(t.Group), nullString(t.Chain),
 			t.Stage, boolInt(t.ContinueOnFailure), t.MaxAttempts, t.Timeout.Milliseconds(), boolInt(t.Transactional), now, t.CreatedBy,
-			nullString(t.UniqueKey), t.Target, interval, capMS)
+			nullString(t.UniqueKey), t.Target, interval, capMS, nullString(t.Name))
 		if err != nil {
 			return nil, fmt.Errorf("inserting task: %w", err)
 		}

@@ -30,6 +30,12 @@ func (s *Store) Hold(ctx context.Context, op queue.HoldOp) (queue.Held, error) {
 		_, err = enqueueTx(ctx, tx, now, tasks)
 	case queue.HoldCancel:
 		_, err = s.cancelTx(tx, now, op.TaskID, op.Actor)
+	case queue.HoldRetry:
+		err = s.retryTx(tx, now, op.TaskID, op.Actor)
+	case queue.HoldDelete:
+		err = s.deleteTaskTx(tx, now, op.TaskID, op.Actor)
+	case queue.HoldBulk:
+		err = s.advanceBulkTx(tx, now, op.Bulk)
 	}
 	if err != nil {
 		_ = h.Release(ctx)

@@ -13,7 +13,7 @@ import (
 const taskColumns = `id, queue, body, priority, available_at, group_name, chain, stage, chain_wait,
 	continue_on_failure, max_attempts, timeout_ms, transactional, state, attempts, lease_owner,
 	lease_token, lease_expires_at, session_id, cancel_requested, created_at, created_by,
-	started_at, finished_at, last_error, unique_key, schedule_name, fire_at, target`
+	started_at, finished_at, last_error, unique_key, schedule_name, fire_at, target, name`
 
 type scanner interface{ Scan(...any) error }
 
@@ -22,7 +22,7 @@ func scanTask(r scanner) (*queue.Task, error) {
 		t                                     queue.Task
 		avail, created                        int64
 		group, chain, owner, session, lastErr sql.NullString
-		key, schedule                         sql.NullString
+		key, schedule, name                   sql.NullString
 		token, expires, started, finished     sql.NullInt64
 		fireAt                                sql.NullInt64
 		timeoutMS                             int64
@@ -30,13 +30,13 @@ func scanTask(r scanner) (*queue.Task, error) {
 	err := r.Scan(&t.ID, &t.Queue, &t.Body, &t.Priority, &avail, &group, &chain, &t.Stage, &t.ChainWait,
 		&t.ContinueOnFailure, &t.MaxAttempts, &timeoutMS, &t.Transactional, &t.State, &t.Attempts, &owner,
 		&token, &expires, &session, &t.CancelRequested, &created, &t.CreatedBy, &started, &finished, &lastErr, &key,
-		&schedule, &fireAt, &t.Target)
+		&schedule, &fireAt, &t.Target, &name)
 	if err != nil {
 		return nil, err
 	}
 	t.AvailableAt, t.CreatedAt = fromMicros(avail), fromMicros(created)
 	t.Group, t.Chain, t.LeaseOwner, t.SessionID, t.LastError = group.String, chain.String, owner.String, session.String, lastErr.String
-	t.LeaseToken, t.UniqueKey, t.Schedule, t.FireAt = token.Int64, key.String, schedule.String, nullMicros(fireAt)
+	t.LeaseToken, t.UniqueKey, t.Schedule, t.FireAt, t.Name = token.Int64, key.String, schedule.String, nullMicros(fireAt), name.String
 	t.LeaseExpiresAt, t.StartedAt, t.FinishedAt = nullMicros(expires), nullMicros(started), nullMicros(finished)
 	t.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	return &t, nil
@@ -149,7 +149,10 @@ func (s *Store) List(ctx context.Context, p queue.ListParams) ([]*queue.Task, er
 // listSQL is List's query, a keyset page newest first. Each filter reads an
 // index in id order; a group's and a schedule's hold one range per state
 // (migrations/*/000001_baseline), and every state of one is a merge of their newest rows.
-func listSQL(p queue.ListParams) (string, []any) {
+func listSQL(p queue.ListParams) (string, []any) { return listSQLOf(taskColumns, p) }
+
+// listSQLOf is listSQL reading cols.
+func listSQLOf(cols string, p queue.ListParams) (string, []any) {
 	limit := p.Limit // checked and defaulted by queue.Checked
 	var where []string
 	var args []any
@@ -176,10 +179,10 @@ func listSQL(p queue.ListParams) (string, []any) {
 		add("id < ?", p.Before)
 	}
 	if p.EveryStateOfGroupOrSchedule() {
-		q, args := mergedPage(taskColumns, "readpast_tasks", where, args, "state", queue.States, limit)
+		q, args := mergedPage(cols, "readpast_tasks", where, args, "state", queue.States, limit)
 		return q, args
 	}
-	q, args := keysetPage(taskColumns, "readpast_tasks", where, args, limit)
+	q, args := keysetPage(cols, "readpast_tasks", where, args, limit)
 	return q, args
 }
 

@@ -36,6 +36,7 @@ type jsonTask struct {
 	Target            string  `json:"target,omitempty"`
 	RetryIntervalMS   *int64  `json:"retry_interval_ms,omitempty"`
 	RetryCapMS        *int64  `json:"retry_cap_ms,omitempty"`
+	Name              string  `json:"name,omitempty"`
 }
 
 // Enqueue writes every task in one round trip (see enqueueBatch) and says,
@@ -98,6 +99,7 @@ func enqueueArgs(tasks []queue.NewTask) ([]any, error) {
 			CreatedBy:     t.CreatedBy,
 			UniqueKey:     t.UniqueKey,
 			Target:        t.Target,
+			Name:          t.Name,
 		}
 		j.RetryIntervalMS, j.RetryCapMS = queue.RetryMillis(t.Retry)
 		if t.ContinueOnFailure {

@@ -70,13 +70,23 @@ func (s *Store) holdRunner(op queue.HoldOp) (func(context.Context, *sql.Conn) ([
 			}
 			return nil, closeRows(rows)
 		}, nil
-	default: // queue.HoldCancel
+	case queue.HoldBulk:
+		args := advanceBulkArgs(op.Bulk)
+		return func(ctx context.Context, c *sql.Conn) ([]*queue.Task, error) {
+			rows, err := c.QueryContext(ctx, advanceBulkBatch.text, args...)
+			if err != nil {
+				return nil, err
+			}
+			return nil, closeRows(rows)
+		}, nil
+	default: // queue.HoldCancel, HoldRetry, HoldDelete: one task's batch
 		if err := checkActor(op.Actor); err != nil {
 			return nil, err
 		}
+		batch := map[queue.HoldKind]query{queue.HoldCancel: cancelBatch, queue.HoldRetry: retryBatch, queue.HoldDelete: deleteTaskBatch}[op.Kind]
 		args := taskActorArgs(op.TaskID, op.Actor)
 		return func(ctx context.Context, c *sql.Conn) ([]*queue.Task, error) {
-			rows, err := c.QueryContext(ctx, cancelBatch.text, args...)
+			rows, err := c.QueryContext(ctx, batch.text, args...)
 			if err != nil {
 				return nil, err
 			}

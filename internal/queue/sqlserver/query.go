@@ -44,7 +44,7 @@ var taskColumnNames = []string{
 	"chain_wait", "continue_on_failure", "max_attempts", "timeout_ms", "transactional",
 	"state", "attempts", "lease_owner", "lease_token", "lease_expires_at", "session_id",
 	"cancel_requested", "created_at", "created_by", "started_at", "finished_at", "last_error",
-	"unique_key", "schedule_name", "fire_at", "target",
+	"unique_key", "schedule_name", "fire_at", "target", "name",
 }
 
 // taskTableColumns declares a table variable's columns for the task columns of
@@ -78,7 +78,8 @@ const taskTableColumns = `    id                  bigint        NOT NULL PRIMARY
     unique_key          nvarchar(128) NULL,
     schedule_name       nvarchar(64)  NULL,
     fire_at             datetime2(6)  NULL,
-    target              nvarchar(64)  NOT NULL`
+    target              nvarchar(64)  NOT NULL,
+    name                nvarchar(400) NULL`
 
 // columns lists the task columns qualified by alias: "t.id, t.queue, ...".
 func columns(alias string) string {
@@ -101,7 +102,7 @@ func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
 	var (
 		t                                        queue.Task
 		group, chain, owner, session, lastErr    sql.NullString
-		uniqueKey, scheduleName                  sql.NullString
+		uniqueKey, scheduleName, name            sql.NullString
 		fireAt                                   sql.NullTime
 		token                                    sql.NullInt64
 		leaseExpires, started, finished          sql.NullTime
@@ -116,11 +117,12 @@ func scanTask(r rowScanner, extra ...any) (*queue.Task, error) {
 		&chainWait, &cof, &maxAttempts, &timeoutMS, &transactional,
 		&state, &attempts, &owner, &token, &leaseExpires, &session,
 		&cancelReq, &createdAt, &t.CreatedBy, &started, &finished, &lastErr,
-		&uniqueKey, &scheduleName, &fireAt, &t.Target,
+		&uniqueKey, &scheduleName, &fireAt, &t.Target, &name,
 	}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
+	t.Name = name.String
 	t.Priority = int(priority)
 	t.AvailableAt = availableAt.UTC()
 	t.Group = group.String

@@ -58,6 +58,7 @@ DECLARE @src TABLE (
     target              nvarchar(64)  NOT NULL,
     retry_interval_ms   bigint        NULL,
     retry_cap_ms        bigint        NULL,
+    name                nvarchar(400) NULL,
     task_id             bigint        NULL,
     duplicate           bit           NOT NULL
 );
@@ -71,7 +72,7 @@ DECLARE @ids TABLE (id bigint NOT NULL PRIMARY KEY);
 -- session's DATEFORMAT or LANGUAGE), or now + delay on the database clock.
 INSERT INTO @src
     (ord, queue, body, priority, available_at, group_name, chain, stage, max_attempts,
-     timeout_ms, transactional, continue_on_failure, created_by, unique_key, target, retry_interval_ms, retry_cap_ms, duplicate)
+     timeout_ms, transactional, continue_on_failure, created_by, unique_key, target, retry_interval_ms, retry_cap_ms, name, duplicate)
 SELECT CAST(a.[key] AS int),
        j.queue, j.body, j.priority,
        CASE WHEN j.available_at IS NOT NULL
@@ -79,7 +80,7 @@ SELECT CAST(a.[key] AS int),
             ELSE DATEADD(microsecond, j.delay_us, DATEADD(second, j.delay_s, @now))
        END,
        j.group_name, j.chain, j.stage, j.max_attempts, j.timeout_ms,
-       j.transactional, j.continue_on_failure, j.created_by, j.unique_key, COALESCE(j.target, N''), j.retry_interval_ms, j.retry_cap_ms, 0
+       j.transactional, j.continue_on_failure, j.created_by, j.unique_key, COALESCE(j.target, N''), j.retry_interval_ms, j.retry_cap_ms, j.name, 0
 FROM OPENJSON(@tasks) AS a
 CROSS APPLY OPENJSON(a.value) WITH (
     queue               nvarchar(64)  '$.queue',
@@ -99,7 +100,8 @@ CROSS APPLY OPENJSON(a.value) WITH (
     unique_key          nvarchar(128) '$.unique_key',
     target              nvarchar(64)  '$.target',
     retry_interval_ms   bigint        '$.retry_interval_ms',
-    retry_cap_ms        bigint        '$.retry_cap_ms'
+    retry_cap_ms        bigint        '$.retry_cap_ms',
+    name                nvarchar(400) '$.name'
 ) AS j;
 
 -- Transaction 1: names that have no row yet.
@@ -192,13 +194,13 @@ WHERE s.unique_key IS NOT NULL
 -- task due later is written delayed: out of the claim's indexes until due.
 INSERT INTO dbo.readpast_tasks WITH (ROWLOCK)
     (queue, body, priority, available_at, delayed, group_name, chain, stage, chain_wait,
-     continue_on_failure, max_attempts, timeout_ms, transactional, created_by, unique_key, target, retry_interval_ms, retry_cap_ms)
+     continue_on_failure, max_attempts, timeout_ms, transactional, created_by, unique_key, target, retry_interval_ms, retry_cap_ms, name)
 OUTPUT inserted.id INTO @ids (id)
 SELECT s.queue, s.body, s.priority, s.available_at,
        CASE WHEN s.available_at > @now THEN 1 ELSE 0 END,
        s.group_name, s.chain, s.stage, 0,
        s.continue_on_failure, s.max_attempts, s.timeout_ms, s.transactional, s.created_by, s.unique_key, s.target,
-       s.retry_interval_ms, s.retry_cap_ms
+       s.retry_interval_ms, s.retry_cap_ms, s.name
 FROM @src AS s
 WHERE s.duplicate = 0
 ORDER BY s.ord;

@@ -85,6 +85,16 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{queueSettingsQuery, nil},
 		{auditQuery, auditArgs(10, 100)},
 		{deleteQueueBatch, deleteQueueArgs("q", "ann")},
+		{createBulkBatch, createBulkArgs(queue.NewBulk{Action: queue.BulkCancel, Selection: queue.BulkSelection{IDs: []int64{1}}, Actor: "ann"})},
+		{claimBulkBatch, claimBulkArgs("n1", time.Minute)},
+		{advanceBulkBatch, advanceBulkArgs(queue.BulkAdvance{ID: 1, Token: 2, Cursor: 3, Lease: time.Minute})},
+		{getBulkQuery, idArgs("id", 1)},
+		{bulksQuery, []any{sql.Named("limit", 20), sql.Named("before", int64(10))}},
+		{deleteTaskBatch, taskActorArgs(1, "ann")},
+		{countTasksQuery, countTasksArgs(queue.ListParams{State: queue.StateFailed}, 1000)},
+		{countTasksQuery, countTasksArgs(queue.ListParams{State: queue.StateFailed, Text: "x"}, 1000)},
+		searchBound(queue.ListParams{Queue: "q", Text: "x", Limit: 50}),
+		searchBound(queue.ListParams{Group: "g", Text: "x", Limit: 50}),
 		{purgeRollupsBatch, []any{sql.Named("minutes", datetime2(time.Now())), sql.Named("hours", datetime2(time.Now()))}},
 	}...)
 }
@@ -540,4 +550,9 @@ func TestTargetHintsAreOnesSQLServerTakesThere(t *testing.T) {
 			}
 		}
 	}
+}
+
+func searchBound(p queue.ListParams) boundQuery {
+	q, args := searchArgs(p, 100)
+	return boundQuery{q, args}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"readpast/internal/ops"
 	"readpast/internal/web/auth"
 	"readpast/internal/web/request"
 )
@@ -35,4 +36,39 @@ func (h *Handler) retryTask(c echo.Context) error {
 		return err
 	}
 	return WriteJSON(c, http.StatusOK, toTask(t))
+}
+
+// requeueTask is POST /api/tasks/{id}/requeue (ops.Requeue): a finished
+// task, succeeded too, enqueued again as a new task; answered like POST
+// /api/tasks (201 with the new task, 200 with the unfinished task that has
+// its unique key).
+func (h *Handler) requeueTask(c echo.Context) error {
+	id, err := request.TaskID(c)
+	if err != nil {
+		return err
+	}
+	res, err := h.d.Ops.Requeue(c.Request().Context(), auth.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := ops.Bound(c.Request().Context())
+	defer cancel()
+	t, err := h.d.Store.Get(ctx, res.ID)
+	if err != nil {
+		return err
+	}
+	return answerEnqueued(c, t, res.Duplicate)
+}
+
+// deleteTask is DELETE /api/tasks/{id} (ops.DeleteTask): a finished task
+// and its log rows; 204.
+func (h *Handler) deleteTask(c echo.Context) error {
+	id, err := request.TaskID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.d.Ops.DeleteTask(c.Request().Context(), auth.Actor(c), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }

@@ -37,6 +37,7 @@ type taskIn struct {
 	Targets     []string   `json:"targets"`
 	FanOutLimit *int       `json:"fanout_limit"`
 	Retry       *RetryJSON `json:"retry"` // nil: the queue's policy, else the default back-off
+	Name        *string    `json:"name"`
 }
 
 // newTask converts and validates the input; prefix goes before field names in
@@ -57,6 +58,7 @@ func (in taskIn) newTask(prefix string, maxBody int) (queue.NewTask, error) {
 		{"chain", in.Chain, &t.Chain, "leave it out for no chain"},
 		{"unique_key", in.UniqueKey, &t.UniqueKey, "leave it out for no unique key (a key is 1 to 128 bytes)"},
 		{"target", in.Target, &t.Target, "leave it out for the queue's default target"},
+		{"name", in.Name, &t.Name, "leave it out for no name (a name is 1 to 200 characters)"},
 	} {
 		v, err := given(prefix, f.name, f.v, f.leaveOut)
 		if err != nil {
@@ -160,6 +162,7 @@ type Task struct {
 	CancelRequested   bool       `json:"cancel_requested"`
 	ChainWait         bool       `json:"chain_wait"`
 	UniqueKey         *string    `json:"unique_key"`
+	Name              *string    `json:"name"`
 	Schedule          *string    `json:"schedule"` // the schedule that created it
 	FireAt            *time.Time `json:"fire_at"`  // the fire time it is the run of; null for a run now
 	Target            *string    `json:"target"`   // null: its queue's default target, else the node's
@@ -187,7 +190,7 @@ func toTask(t *queue.Task) Task {
 		Transactional: t.Transactional, ContinueOnFailure: t.ContinueOnFailure, State: string(t.State),
 		Attempts: t.Attempts, CreatedAt: t.CreatedAt.UTC(), CreatedBy: orNull(t.CreatedBy), StartedAt: optTime(t.StartedAt),
 		FinishedAt: optTime(t.FinishedAt), LastError: orNull(t.LastError), CancelRequested: t.CancelRequested,
-		ChainWait: t.ChainWait, TimeoutSeconds: timeoutSeconds(t.Timeout), UniqueKey: orNull(t.UniqueKey),
+		ChainWait: t.ChainWait, TimeoutSeconds: timeoutSeconds(t.Timeout), UniqueKey: orNull(t.UniqueKey), Name: orNull(t.Name),
 		Schedule: orNull(t.Schedule), FireAt: optTime(t.FireAt), Target: orNull(t.Target)}
 	if t.State == queue.StateRunning {
 		o.LeaseOwner, o.LeaseExpiresAt, o.SessionID = orNull(t.LeaseOwner), optTime(t.LeaseExpiresAt), orNull(t.SessionID)

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -146,12 +147,11 @@ type TaskPage struct {
 // listTasks is GET /api/tasks?state=&queue=&group=&chain=&schedule=&limit=&cursor=,
 // newest first; next_cursor (the last id) fetches the next page.
 func (h *Handler) listTasks(c echo.Context) error {
-	q, err := queryParams(c, "state", "queue", "group", "chain", "schedule", "limit", "cursor")
+	q, err := queryParams(c, slices.Concat(taskFilterNames, []string{"limit", "cursor"})...)
 	if err != nil {
 		return err
 	}
-	p := queue.ListParams{State: queue.State(q.Get("state")), Queue: q.Get("queue"), Group: q.Get("group"), Chain: q.Get("chain"),
-		Schedule: q.Get("schedule")}
+	p := taskFilterOf(q).Params(0, 0)
 	limit, err := intParam(q, "limit", 1)
 	if err != nil {
 		return err
@@ -171,7 +171,15 @@ func (h *Handler) listTasks(c echo.Context) error {
 	}
 	ctx, cancel := ops.Bound(c.Request().Context())
 	defer cancel()
-	tasks, err := h.d.Store.List(ctx, p)
+	var (
+		tasks     []*queue.Task
+		scannedTo int64 // a text search's window ended here
+	)
+	if p.Text != "" {
+		tasks, scannedTo, err = h.d.Store.Search(ctx, p, queue.SearchWindow)
+	} else {
+		tasks, err = h.d.Store.List(ctx, p)
+	}
 	if err != nil {
 		return err
 	}
@@ -181,9 +189,12 @@ func (h *Handler) listTasks(c echo.Context) error {
 	for i, t := range tasks {
 		out.Tasks[i] = toTask(t)
 	}
-	if more {
+	switch {
+	case more:
 		next := tasks[len(tasks)-1].ID
 		out.NextCursor = &next
+	case scannedTo > 0: // the search goes on below its window
+		out.NextCursor = &scannedTo
 	}
 	return WriteJSON(c, http.StatusOK, out)
 }

@@ -27,6 +27,13 @@ const maxScriptBlocks = 1000
 // GO-separated blocks become the stages of one chain). ?queue= preselects a queue.
 func (u *Pages) enqueueForm(c echo.Context) error {
 	v := templates.Enqueue{Script: c.QueryParam("mode") == "script", Task: templates.TaskForm{Queue: c.QueryParam("queue")}}
+	if clone := c.QueryParam("clone"); clone != "" {
+		form, err := u.cloneForm(c, clone)
+		if err != nil {
+			return err
+		}
+		v.Task, v.Script = form, false
+	}
 	return u.renderEnqueue(c, http.StatusOK, v)
 }
 
@@ -112,7 +119,7 @@ func readTaskForm(c echo.Context) (templates.TaskForm, error) {
 		Priority: v("priority"), Delay: v("delay"), AvailableAt: v("available_at"),
 		Group: v("group"), Chain: v("chain"), Stage: v("stage"),
 		MaxAttempts: v("max_attempts"), TimeoutSeconds: v("timeout_seconds"),
-		UniqueKey: v("unique_key"), Target: v("target"), Targets: v("targets"), FanOutLimit: v("fanout_limit"),
+		UniqueKey: v("unique_key"), Target: v("target"), Targets: v("targets"), FanOutLimit: v("fanout_limit"), Name: v("name"),
 	}
 	return f, formBools(c, checkbox{"transactional", &f.Transactional}, checkbox{"continue_on_failure", &f.ContinueOnFailure})
 }
@@ -149,6 +156,7 @@ func parseTaskForm(f templates.TaskForm, script bool) (queue.NewTask, map[string
 	if !script {
 		whole("stage", f.Stage, &t.Stage)
 		t.UniqueKey = f.UniqueKey // one key for a chain's many tasks would keep all but the first out
+		t.Name = f.Name
 	}
 	if f.TimeoutSeconds != "" {
 		s, err := strconv.ParseFloat(f.TimeoutSeconds, 64)

@@ -141,7 +141,7 @@ func (u *views) loadView(ctx context.Context, v liveView, sh shared) (viewState,
 			}
 		}
 	case "tasks":
-		list, err := u.store.List(ctx, v.tasks)
+		list, _, err := listOrSearch(ctx, u.store, v.tasks)
 		if err != nil {
 			return st, err
 		}

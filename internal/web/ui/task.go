@@ -49,7 +49,8 @@ func (u *views) taskView(ctx context.Context, id int64, operate bool) (templates
 		v.Why = "cancellation requested: the worker stops the statement at its next heartbeat"
 	}
 	if operate {
-		v.Actions = taskActions(t, taskURL(t.ID))
+		v.Actions = append(taskActions(t, taskURL(t.ID)), finishedTaskActions(t)...)
+		v.CloneURL = cloneURL(t.ID)
 	}
 	if why := u.whyTarget(ctx, t); why != "" {
 		v.Why = why
@@ -112,6 +113,9 @@ func taskProps(t *queue.Task, now time.Time) []templates.KV {
 	}
 	if t.UniqueKey != "" {
 		props = append(props, templates.KV{Key: "unique key", Value: t.UniqueKey})
+	}
+	if t.Name != "" {
+		props = append([]templates.KV{{Key: "name", Value: t.Name}}, props...)
 	}
 	if t.Schedule != "" {
 		fire := "run now (outside the fire times)"

@@ -20,6 +20,9 @@ func taskRow(t *queue.Task, now time.Time, operate bool, back string) templates.
 		Created: showTime(t.CreatedAt, now), Started: showTime(t.StartedAt, now),
 		Body: firstLine(t.Body, 90), Error: firstLine(t.LastError, 120),
 	}
+	if t.Name != "" { // shown instead of the body's first line
+		r.Body = firstLine(t.Name, 90)
+	}
 	if t.Chain != "" {
 		r.Chain = t.Chain + ":" + strconv.Itoa(t.Stage)
 	}
@@ -36,7 +39,7 @@ func taskRow(t *queue.Task, now time.Time, operate bool, back string) templates.
 		r.Waiting = "cancelling"
 	}
 	if operate {
-		r.Actions = taskActions(t, back)
+		r.Actions, r.Pick = taskActions(t, back), true
 	}
 	return r
 }

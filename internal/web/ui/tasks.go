@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,12 +24,16 @@ func (u *Pages) tasks(c echo.Context) error {
 		return err
 	}
 	p, err := tasksParams(c.QueryParams())
-	var list []*queue.Task
+	var (
+		list      []*queue.Task
+		scannedTo int64
+	)
 	if err == nil {
-		list, err = u.store.List(ctx, p)
+		list, scannedTo, err = listOrSearch(ctx, u.store, p)
 	}
 	status, live := http.StatusOK, templates.Live{View: "tasks", Query: liveQuery(tasksQuery(p), p.Before)}
-	v := templates.Tasks{Filter: templates.TaskFilter{State: string(p.State), Queue: p.Queue, Group: p.Group, Chain: p.Chain, Schedule: p.Schedule}}
+	v := templates.Tasks{Filter: templates.TaskFilter{State: string(p.State), Queue: p.Queue, Group: p.Group, Chain: p.Chain,
+		Schedule: p.Schedule, Text: p.Text}}
 	if err != nil {
 		if !queue.IsValidation(err) {
 			return err
@@ -46,7 +51,19 @@ func (u *Pages) tasks(c echo.Context) error {
 	for _, t := range list {
 		v.Rows = append(v.Rows, taskRow(t, now, v.CanOperate, back))
 	}
+	if err == nil && len(list) > 0 {
+		if v.Bulk, err = u.bulkLinks(c, p); err != nil {
+			return err
+		}
+		v.Pick = v.CanOperate
+	}
 	v.Newest, v.Older = pages("/tasks", tasksQuery(p), p.Before, len(list), tasksPageSize, lastTaskID(list))
+	if p.Text != "" && len(list) < tasksPageSize && scannedTo > 0 {
+		// The search's window ended before the page filled: older tasks
+		// are searched from where it stopped.
+		_, v.Older = pages("/tasks", tasksQuery(p), p.Before, tasksPageSize, tasksPageSize, scannedTo)
+		v.Older.Label = "Search older →"
+	}
 	return render(c, status, templates.TasksPage(v))
 }
 
@@ -65,7 +82,7 @@ func liveQuery(filter string, before int64) string {
 func tasksParams(q url.Values) (queue.ListParams, error) {
 	p := queue.ListParams{State: queue.State(strings.TrimSpace(q.Get("state"))), Queue: strings.TrimSpace(q.Get("queue")),
 		Group: strings.TrimSpace(q.Get("group")), Chain: strings.TrimSpace(q.Get("chain")),
-		Schedule: strings.TrimSpace(q.Get("schedule")), Limit: tasksPageSize}
+		Schedule: strings.TrimSpace(q.Get("schedule")), Text: strings.TrimSpace(q.Get("text")), Limit: tasksPageSize}
 	if p.State != "" && !p.State.Valid() {
 		return p, &queue.ValidationError{Field: "state", Reason: strconv.Quote(string(p.State)) + " is not one of pending, running, succeeded, failed, cancelled"}
 	}
@@ -83,7 +100,18 @@ func tasksParams(q url.Values) (queue.ListParams, error) {
 // tasksQuery is the filter as a query string (without the page cursor).
 func tasksQuery(p queue.ListParams) string {
 	return strings.TrimPrefix(withQuery("", "state", string(p.State), "queue", p.Queue, "group", p.Group, "chain", p.Chain,
-		"schedule", p.Schedule), "?")
+		"schedule", p.Schedule, "text", p.Text), "?")
+}
+
+// listOrSearch is one page of the tasks list, or, with a text, of a text
+// search (queue.BulkStore.Search: the window of the filter's newest tasks
+// it read ended at scannedTo; 0 when it reached the oldest).
+func listOrSearch(ctx context.Context, s queue.Store, p queue.ListParams) (list []*queue.Task, scannedTo int64, err error) {
+	if p.Text != "" {
+		return s.Search(ctx, p, queue.SearchWindow)
+	}
+	list, err = s.List(ctx, p)
+	return list, 0, err
 }
 
 func lastTaskID(list []*queue.Task) int64 {
