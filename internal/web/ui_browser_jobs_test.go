@@ -14,6 +14,10 @@ import (
 // refused next to its field), see its flow drawn, run it, and watch the run
 // follow the failure branch to its end: check fails, notify runs, the run
 // ends failed, its strip and the duration chart say so.
+// slowStep is a body that takes SQLite a second or two (a count to three
+// million), so a run is seen under way.
+const slowStep = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c"
+
 func TestBrowserJobWithFailureBranch(t *testing.T) {
 	t.Parallel()
 	tab, _ := newBrowser(t)
@@ -35,7 +39,7 @@ func TestBrowserJobWithFailureBranch(t *testing.T) {
 			chromedp.SetValue(chromedp.ID("step-1-on-success"), "quit_success"),
 			chromedp.SetValue(chromedp.ID("step-1-on-failure"), "step:notify"),
 			chromedp.SetValue(chromedp.ID("step-2-name"), "notify"),
-			chromedp.SetValue(chromedp.ID("step-2-body"), "SELECT 3"),
+			chromedp.SetValue(chromedp.ID("step-2-body"), slowStep),
 			chromedp.SetValue(chromedp.ID("step-2-on-success"), "quit_failure"),
 		))
 	}
@@ -60,16 +64,18 @@ func TestBrowserJobWithFailureBranch(t *testing.T) {
 	require.Contains(t, textsOf(tab, "#flow text.end title"), "notify: quit reporting failure")
 	shoot(t, tab, dir, "job-page")
 
-	// Run it, and watch it follow the failure branch.
+	// Run it, and watch it follow the failure branch: the job's page reloads
+	// itself while the run is under way, nobody navigates.
 	loc = submit(t, tab, "#run-now")
 	require.True(t, strings.HasPrefix(loc, e.srv.URL+"/jobs/nightly-maint"), loc)
 	require.Contains(t, textOf(tab, ".flash"), "run 1 started")
+	require.Equal(t, "running", textOf(tab, "#run-1 .outcome"), "notify takes a second or two: the run is under way")
 	require.Eventually(t, func() bool {
-		if _, err := chromedp.Run(tab, chromedp.Navigate(e.srv.URL+"/jobs/nightly-maint")); err != nil {
-			return false
-		}
 		return textOf(tab, "#run-1 .outcome") == "failed"
-	}, 60*time.Second, 200*time.Millisecond, "the run ends failed")
+	}, 60*time.Second, 200*time.Millisecond, "the job's page follows the run to its end by itself")
+	refresh, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll('meta[http-equiv=refresh]').length`))
+	require.NoError(t, err)
+	require.Zero(t, refresh, "the page of a job whose run ended stays still")
 	require.Equal(t, []string{"check", "notify"}, textsOf(tab, "#run-1 .strip .cell"))
 	cls, err := chromedp.Run(tab, chromedp.Evaluate[[]string](
 		`Array.from(document.querySelectorAll('#run-1 .strip .cell')).map(function(e){return e.className})`))

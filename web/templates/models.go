@@ -20,6 +20,10 @@ type Page struct {
 	Totals     []StateCount
 	Flash      string // a one-line notice after a redirect
 	Refresh    int    // seconds after which the page reloads itself (a bulk operation's progress); 0: never
+	// RefreshURL is what the reload loads; "": the page's own URL. A page
+	// reached at a fragment (a form's redirect to #runs) needs it: a refresh
+	// to the same URL and fragment only scrolls.
+	RefreshURL string
 }
 
 // Live names the websocket view of a page and its query (the page's filters).

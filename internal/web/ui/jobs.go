@@ -152,6 +152,9 @@ func (u *Pages) job(c echo.Context) error {
 	v := templates.JobView{Page: u.page(c, "jobs", "Job "+name, templates.Live{}, nil), Name: j.Name, Description: j.Description,
 		Category: j.Category, Owner: j.Owner, Queue: j.Queue, Overlap: string(j.Overlap), Enabled: j.Enabled,
 		Warnings: jobs.Unreachable(j.Steps)}
+	if j.LastRun != nil && j.LastRun.State == queue.RunRunning {
+		v.Page.Refresh, v.Page.RefreshURL = followRun, jobURL(j.Name) // the run under way, step by step
+	}
 	unreachable := map[string]bool{}
 	for _, w := range v.Warnings {
 		unreachable[strings.Fields(w)[1]] = true
@@ -253,6 +256,11 @@ func pathRunID(c echo.Context) (int64, error) {
 	return id, nil
 }
 
+// followRun is how often (seconds) a job's page and a run's page reload
+// themselves while a run is under way, so an operator watches it follow its
+// flow; a page of an ended run stays still.
+const followRun = 2
+
 // run is one run's page: its steps in execution order (at most
 // queue.MaxStepExecutions, by the index of run steps).
 func (u *Pages) run(c echo.Context) error {
@@ -270,6 +278,9 @@ func (u *Pages) run(c echo.Context) error {
 	v := templates.RunView{Page: u.page(c, "jobs", fmt.Sprintf("Run %d of job %s", id, r.Job), templates.Live{}, nil),
 		Run: runRow(r, now, auth.Can(c, auth.Operator), runURL(id)), Job: r.Job, JobURL: jobURL(r.Job),
 		Started: dateTime(r.StartedAt).Short + " UTC"}
+	if r.State == queue.RunRunning {
+		v.Page.Refresh = followRun
+	}
 	for i, s := range r.Steps {
 		row := templates.RunStepRow{N: i + 1, Step: s.Step, State: string(s.State), TaskURL: taskURL(s.TaskID),
 			Started: showTime(s.StartedAt, now).Short, Attempts: s.Attempts, Error: firstLine(s.LastError, 200)}
