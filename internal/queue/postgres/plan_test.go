@@ -49,7 +49,7 @@ func TestClaimUsesThePartialIndexes(t *testing.T) {
 		}
 		for i := 0; i < 8; i++ {
 			plans.reset()
-			rows, err := conn.Query(ctx, claimSQL, queue.DefaultQueue, "plan-test", 2, time.Minute.Microseconds())
+			rows, err := conn.Query(ctx, claimSQL, queue.DefaultQueue, "plan-test", 2, time.Minute.Microseconds(), []string(nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestClaimIgnoresOtherQueuesBacklogs(t *testing.T) {
 	conn, plans := explainingConn(t, ctx, s)
 	for i := 0; i < 8; i++ {
 		plans.reset()
-		rows, err := conn.Query(ctx, claimSQL, "q", "plan-test", 1, time.Minute.Microseconds())
+		rows, err := conn.Query(ctx, claimSQL, "q", "plan-test", 1, time.Minute.Microseconds(), []string(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
