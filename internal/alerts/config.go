@@ -70,6 +70,8 @@ type Rule struct {
 	// Filters; empty matches all.
 	Queues    []string `json:"queues,omitempty"`
 	Schedules []string `json:"schedules,omitempty"`
+	Jobs      []string `json:"jobs,omitempty"`    // job_failed, job_long_running
+	Targets   []string `json:"targets,omitempty"` // target_unreachable
 	// Error filters of task_failed (SQL Server Agent's alerts on error
 	// number and severity; PostgreSQL's SQLSTATE class).
 	ErrorNumber   int    `json:"error_number,omitempty"`
@@ -240,7 +242,7 @@ func (c *Config) Check() error {
 				bad("rule %s: operator %s is not defined in \"operators\"", r.Name, o)
 			}
 		}
-		if r.MedianFactor < 0 || r.MedianRuns < 0 || r.MedianRuns > 100 || (r.MedianFactor > 0 && r.Kind != "task_long_running") {
+		if r.MedianFactor < 0 || r.MedianRuns < 0 || r.MedianRuns > 100 || (r.MedianFactor > 0 && r.Kind != "task_long_running" && r.Kind != "job_long_running") {
 			bad("rule %s: median_factor is for task_long_running, above 0, over 3 to 100 median_runs", r.Name)
 		}
 		if k.needsThreshold && r.Threshold <= 0 && r.MedianFactor <= 0 {

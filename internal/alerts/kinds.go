@@ -34,8 +34,7 @@ type condition struct {
 	Text    string // what is wrong, in one sentence
 }
 
-// kinds are the rule kinds. Jobs (job runs and steps) and named targets
-// (target unreachable) add theirs here when their facts exist.
+// kinds are the rule kinds.
 var kinds = map[string]kind{
 	"task_failed": {
 		event:  queue.AlertEventTaskFailed,
@@ -62,6 +61,20 @@ var kinds = map[string]kind{
 		conditions:     lateSchedules,
 		needsThreshold: true,
 		doc:            "a schedule's next fire time is more than threshold in the past: it stopped firing; filter: schedules",
+	},
+	"job_failed": {
+		conditions: failedJobs,
+		doc:        "a job's latest run ended failed (each failed run once; recovery when the next run starts); filter: jobs",
+	},
+	"job_long_running": {
+		conditions:     longRunningJobs,
+		needsThreshold: true,
+		doc:            "a job's run has been running longer than threshold, or than median_factor × the median of its last successful runs; filter: jobs",
+	},
+	"target_unreachable": {
+		conditions:     unreachableTargets,
+		needsThreshold: true,
+		doc:            "every live node that serves a target has failed to reach it for longer than threshold; filter: targets",
 	},
 	"schedule_skipped": {
 		conditions: skippedSchedules,

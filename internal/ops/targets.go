@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"readpast/internal/queue"
 	"readpast/internal/target"
@@ -47,7 +48,13 @@ type nodeTargets struct {
 func (o *Ops) Targets(ctx context.Context) ([]ClusterTarget, error) {
 	ctx, cancel := Bound(ctx)
 	defer cancel()
-	nodes, err := o.store.Nodes(ctx, o.lease)
+	return ClusterTargets(ctx, o.store, o.lease)
+}
+
+// ClusterTargets reads the target directory from the nodes' rows of s; a
+// node silent for longer than lease is gone.
+func ClusterTargets(ctx context.Context, s queue.Store, lease time.Duration) ([]ClusterTarget, error) {
+	nodes, err := s.Nodes(ctx, lease)
 	if err != nil {
 		return nil, err
 	}
