@@ -70,8 +70,8 @@ type Rule struct {
 	// Filters; empty matches all.
 	Queues    []string `json:"queues,omitempty"`
 	Schedules []string `json:"schedules,omitempty"`
-	Jobs      []string `json:"jobs,omitempty"`    // job_failed, job_long_running
-	Targets   []string `json:"targets,omitempty"` // target_unreachable
+	Jobs      []string `json:"jobs,omitempty"`    // task_failed (a job's step tasks), job_failed, job_long_running
+	Targets   []string `json:"targets,omitempty"` // task_failed, target_unreachable
 	// Error filters of task_failed (SQL Server Agent's alerts on error
 	// number and severity; PostgreSQL's SQLSTATE class).
 	ErrorNumber   int    `json:"error_number,omitempty"`

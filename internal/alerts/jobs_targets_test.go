@@ -76,3 +76,39 @@ func TestJobAndTargetConditions(t *testing.T) {
 	require.Contains(t, byRule["down"], "connection refused")
 	require.False(t, strings.Contains(byRule["down"], "db2"), "db2 is reached by one node")
 }
+
+// task_failed rules filtered by job and by target match a job step's task
+// that failed on that target, and not a plain task of the same queue.
+func TestTaskFailedFiltersByJobAndTarget(t *testing.T) {
+	e := testenv.New(t, testenv.SQLite)
+	rc := startReceiver(t, hookSecret, 0)
+	runAlerts(t, e.Store, fmt.Sprintf(`{"operators": [{"name": "ops", "webhooks": [{"name": "h", "url": "%s/x", "secret": %q}]}],
+		"rules": [{"name": "by-job", "kind": "task_failed", "jobs": ["nightly"], "window": "0s", "operators": ["ops"]},
+		          {"name": "by-target", "kind": "task_failed", "targets": ["dw"], "window": "0s", "operators": ["ops"]}]}`, rc.URL, hookSecret),
+		"n1", &syncBuffer{}, alerts.Options{})
+	ed := jobs.Editor{Store: e.Store}
+	_, _, err := ed.Create(e.Ctx, jobs.Definition{Name: "nightly", Queue: "etl", Steps: []jobs.StepDef{{Name: "load", Body: "SELECT 1", Target: "dw"}}}, "alice")
+	require.NoError(t, err)
+	_, err = ed.Run(e.Ctx, "nightly", "", "alice")
+	require.NoError(t, err)
+	e.Enqueue(t, queue.NewTask{Queue: "etl", Body: "plain", MaxAttempts: 1})
+	got, err := e.Store.Claim(e.Ctx, queue.ClaimParams{Queue: "etl", Owner: "n9/w1", Limit: 2, LeaseDuration: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	var step int64
+	for _, task := range got {
+		if task.Target == "dw" {
+			step = task.ID
+		}
+		_, err := e.Store.Finish(e.Ctx, []queue.Attempt{{Lease: task.Lease(), Outcome: queue.OutcomeFailed, Error: "boom"}})
+		require.NoError(t, err)
+	}
+	require.NotZero(t, step, "the step's task runs on its step's target")
+	require.Eventually(t, func() bool { return len(rc.accepted()) == 2 }, 20*time.Second, 20*time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
+	msgs := rc.messages(t, "/x")
+	require.Len(t, msgs, 2, "one per rule, for the step's task only")
+	for _, m := range msgs {
+		require.Contains(t, m.Text, fmt.Sprintf("task %d failed", step), m.Rule)
+	}
+}

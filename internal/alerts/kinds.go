@@ -40,7 +40,7 @@ var kinds = map[string]kind{
 		event:  queue.AlertEventTaskFailed,
 		match:  matchTaskFailed,
 		plural: "tasks failed",
-		doc:    "a task ended failed, timed out or lost after its last attempt; filters: queues, schedules, error_number, min_severity, sqlstate_class",
+		doc:    "a task ended failed, timed out or lost after its last attempt; filters: queues, schedules, jobs, targets, error_number, min_severity, sqlstate_class",
 	},
 	"queue_stuck": {
 		conditions:     stuckQueues,

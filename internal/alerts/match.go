@@ -49,6 +49,9 @@ func matchTaskFailed(r Rule, e queue.AlertEvent) bool {
 	if len(r.Schedules) > 0 && !slices.Contains(r.Schedules, e.Schedule) {
 		return false
 	}
+	if len(r.Jobs) > 0 && !slices.Contains(r.Jobs, e.Job) || len(r.Targets) > 0 && !slices.Contains(r.Targets, e.Target) {
+		return false
+	}
 	if r.ErrorNumber == 0 && r.MinSeverity == 0 && r.SQLStateClass == "" {
 		return true
 	}

@@ -71,6 +71,8 @@ type AlertEvent struct {
 	TaskID   int64
 	Queue    string
 	Schedule string  // "" unless a schedule made the task
+	Target   string  // the task's target ("": its queue's default)
+	Job      string  // "" unless the task is a job's step
 	Outcome  Outcome // of the last attempt: failed, timed_out or lost
 	Attempts int
 	Error    string // the last attempt's error text

@@ -13,6 +13,8 @@ CREATE TABLE readpast_alert_events (
     task_id       bigint NOT NULL,
     queue         text NOT NULL,
     schedule_name text,
+    target        text NOT NULL DEFAULT '',  -- the task's target
+    job_name      text,                      -- the job of a step's task
     outcome       text NOT NULL,
     attempts      integer NOT NULL,
     error         text NOT NULL DEFAULT '',

@@ -12,6 +12,8 @@ CREATE TABLE readpast_alert_events (
     task_id       INTEGER NOT NULL,
     queue         TEXT NOT NULL,
     schedule_name TEXT,
+    target        TEXT NOT NULL DEFAULT '',  -- the task's target
+    job_name      TEXT,                      -- the job of a step's task
     outcome       TEXT NOT NULL,
     attempts      INTEGER NOT NULL,
     error         TEXT NOT NULL DEFAULT '',

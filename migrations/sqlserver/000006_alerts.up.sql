@@ -20,6 +20,8 @@ CREATE TABLE dbo.readpast_alert_events (
     task_id       bigint NOT NULL,
     queue         nvarchar(64) NOT NULL,
     schedule_name nvarchar(64) NULL,
+    target        nvarchar(64) NOT NULL CONSTRAINT readpast_alert_events_target_df DEFAULT N'', -- the task's target
+    job_name      nvarchar(64) NULL, -- the job of a step's task
     outcome       varchar(10) NOT NULL,
     attempts      int NOT NULL,
     error         nvarchar(max) NOT NULL CONSTRAINT readpast_alert_events_error_df DEFAULT N'',

@@ -13,7 +13,7 @@ import (
 )
 
 // alertEventColumns are what ClaimAlertEvents returns, in scan order.
-const alertEventColumns = `id, at, kind, task_id, queue, COALESCE(schedule_name, ''), outcome, attempts, error`
+const alertEventColumns = `id, at, kind, task_id, queue, COALESCE(schedule_name, ''), target, COALESCE(job_name, ''), outcome, attempts, error`
 
 // claimAlertEventsSQL leases events no node holds, skipping rows another
 // claimer has locked right now (SKIP LOCKED), as the task claim does.
@@ -34,7 +34,7 @@ func (s *Store) ClaimAlertEvents(ctx context.Context, node string, limit int, le
 		for rows.Next() {
 			var e queue.AlertEvent
 			var outcome string
-			if err := rows.Scan(&e.ID, &e.At, &e.Kind, &e.TaskID, &e.Queue, &e.Schedule, &outcome, &e.Attempts, &e.Error); err != nil {
+			if err := rows.Scan(&e.ID, &e.At, &e.Kind, &e.TaskID, &e.Queue, &e.Schedule, &e.Target, &e.Job, &outcome, &e.Attempts, &e.Error); err != nil {
 				return err
 			}
 			e.At, e.Outcome = e.At.UTC(), queue.Outcome(outcome)

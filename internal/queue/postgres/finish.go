@@ -97,8 +97,10 @@ const endSQL = `WITH ended AS MATERIALIZED (
 		SELECT out_ord, out_state, out_retry_at
 		FROM readpast_end_attempts($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)),
 	events AS (
-		INSERT INTO readpast_alert_events (kind, task_id, queue, schedule_name, outcome, attempts, error)
-		SELECT 'task_failed', t.id, t.queue, t.schedule_name, ($5::text[])[e.out_ord], t.attempts, ($6::text[])[e.out_ord]
+		INSERT INTO readpast_alert_events (kind, task_id, queue, schedule_name, target, job_name, outcome, attempts, error)
+		SELECT 'task_failed', t.id, t.queue, t.schedule_name, t.target,
+		       (SELECT r.job_name FROM readpast_job_runs r WHERE r.id = t.run_id),
+		       ($5::text[])[e.out_ord], t.attempts, ($6::text[])[e.out_ord]
 		FROM ended e JOIN readpast_tasks t ON t.id = ($3::bigint[])[e.out_ord]
 		WHERE e.out_state = 'failed')
 	SELECT out_ord, out_state, out_retry_at FROM ended`

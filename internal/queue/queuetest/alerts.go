@@ -69,6 +69,26 @@ var alertTests = map[string]func(*testing.T, Harness){
 		require.Equal(t, timedOut, ev[1].TaskID)
 		require.Equal(t, queue.OutcomeTimedOut, ev[1].Outcome)
 	},
+	// The event of a job step's task that fails for good names the task's
+	// target and the step's job, written in the transaction that ends it,
+	// for the task_failed rules' jobs and targets filters.
+	"event_names_the_target_and_the_job": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		createJob(t, b, `{"name": "nightly", "queue": "night", "steps": [{"name": "load", "body": "SELECT 1", "target": "dw"}]}`)
+		_, err := jobEditor(b).Run(b.ctx, "nightly", "", "alice")
+		require.NoError(t, err)
+		b.enqueue(t, queue.NewTask{Queue: "etl", Body: "plain", MaxAttempts: 1})
+		for _, q := range []string{"night", "etl"} {
+			got := b.claim(t, q, 1)
+			require.Len(t, got, 1)
+			require.Equal(t, queue.StateFailed, b.finish(t, got[0], queue.OutcomeFailed, "boom").State)
+		}
+		ev, err := b.s.ClaimAlertEvents(b.ctx, "n1", 100, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, ev, 2)
+		require.Equal(t, []string{"night", "dw", "nightly"}, []string{ev[0].Queue, ev[0].Target, ev[0].Job})
+		require.Equal(t, []string{"etl", "", ""}, []string{ev[1].Queue, ev[1].Target, ev[1].Job}, "a task of no job, on its queue's default target")
+	},
 	// A lease that expires on the last attempt is a failure too: the
 	// reclaim writes the event with outcome lost.
 	"lost_last_attempt_writes_an_event": func(t *testing.T, h Harness) {

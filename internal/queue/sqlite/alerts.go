@@ -12,15 +12,16 @@ import (
 )
 
 // alertEventColumns are what ClaimAlertEvents returns, in scanAlertEvent's order.
-const alertEventColumns = `id, at, kind, task_id, queue, COALESCE(schedule_name, ''), outcome, attempts, error`
+const alertEventColumns = `id, at, kind, task_id, queue, COALESCE(schedule_name, ''), target, COALESCE(job_name, ''), outcome, attempts, error`
 
 // writeAlertEvent records that a task failed for good, in the transaction
 // that ended it (endAttempt): only on that outcome, so a success costs
 // nothing more.
 func writeAlertEvent(tx *sql.Tx, now int64, a queue.Attempt) error {
 	_, err := tx.Exec(`INSERT INTO readpast_alert_events
-		(at, kind, task_id, queue, schedule_name, outcome, attempts, error, visible_at)
-		SELECT ?, ?, id, queue, schedule_name, ?, attempts, ?, ? FROM readpast_tasks WHERE id = ?`,
+		(at, kind, task_id, queue, schedule_name, target, job_name, outcome, attempts, error, visible_at)
+		SELECT ?, ?, id, queue, schedule_name, target, (SELECT r.job_name FROM readpast_job_runs r WHERE r.id = readpast_tasks.run_id),
+		       ?, attempts, ?, ? FROM readpast_tasks WHERE id = ?`,
 		now, queue.AlertEventTaskFailed, a.Outcome, a.Error, now, a.TaskID)
 	if err != nil {
 		return fmt.Errorf("writing the alert event of task %d: %w", a.TaskID, err)
@@ -57,7 +58,7 @@ func (s *Store) ClaimAlertEvents(ctx context.Context, node string, limit int, le
 		for rows.Next() {
 			var e queue.AlertEvent
 			var at int64
-			if err := rows.Scan(&e.ID, &at, &e.Kind, &e.TaskID, &e.Queue, &e.Schedule, &e.Outcome, &e.Attempts, &e.Error); err != nil {
+			if err := rows.Scan(&e.ID, &at, &e.Kind, &e.TaskID, &e.Queue, &e.Schedule, &e.Target, &e.Job, &e.Outcome, &e.Attempts, &e.Error); err != nil {
 				return err
 			}
 			e.At = fromMicros(at)

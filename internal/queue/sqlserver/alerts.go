@@ -24,12 +24,12 @@ func (s *Store) ClaimAlertEvents(ctx context.Context, node string, limit int, le
 			for rows.Next() {
 				var e queue.AlertEvent
 				var outcome string
-				var schedule sql.NullString
-				if err := rows.Scan(&e.ID, &e.At, &e.Kind, &e.TaskID, &e.Queue, &schedule, &outcome, &e.Attempts, &e.Error); err != nil {
+				var schedule, job sql.NullString
+				if err := rows.Scan(&e.ID, &e.At, &e.Kind, &e.TaskID, &e.Queue, &schedule, &e.Target, &job, &outcome, &e.Attempts, &e.Error); err != nil {
 					_ = rows.Close()
 					return err
 				}
-				e.At, e.Outcome, e.Schedule = e.At.UTC(), queue.Outcome(outcome), schedule.String
+				e.At, e.Outcome, e.Schedule, e.Job = e.At.UTC(), queue.Outcome(outcome), schedule.String, job.String
 				out = append(out, e)
 			}
 			return closeRows(rows)

@@ -17,7 +17,7 @@ var claimAlertEventsBatch = query{
 UPDATE dbo.readpast_alert_events WITH (ROWLOCK)
 SET claimed_by = @node, visible_at = DATEADD(millisecond, @lease_ms, SYSUTCDATETIME())
 OUTPUT inserted.id, inserted.at, inserted.kind, inserted.task_id, inserted.queue,
-       inserted.schedule_name, inserted.outcome, inserted.attempts, inserted.error
+       inserted.schedule_name, inserted.target, inserted.job_name, inserted.outcome, inserted.attempts, inserted.error
 WHERE id IN (
     SELECT TOP (@limit) e.id
     FROM dbo.readpast_alert_events AS e WITH (UPDLOCK, READPAST, ROWLOCK)

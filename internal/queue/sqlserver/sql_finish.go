@@ -181,8 +181,11 @@ BEGIN
     -- good leaves one event row, written with its end; only then, so a
     -- success costs nothing more. A new row of its own: it waits for no one.
     IF @state = 'failed'
-        INSERT INTO dbo.readpast_alert_events (kind, task_id, queue, schedule_name, outcome, attempts, error)
-        SELECT 'task_failed', t.id, t.queue, t.schedule_name, @outcome, t.attempts, COALESCE(@error, N'')
+        INSERT INTO dbo.readpast_alert_events (kind, task_id, queue, schedule_name, target, job_name, outcome, attempts, error)
+        SELECT 'task_failed', t.id, t.queue, t.schedule_name, t.target,
+               -- the run row of a step's task: this transaction locked it at lock order 7
+               (SELECT r.job_name FROM dbo.readpast_job_runs AS r WHERE r.id = t.run_id),
+               @outcome, t.attempts, COALESCE(@error, N'')
         FROM dbo.readpast_tasks AS t
         WHERE t.id = @id;
 END;

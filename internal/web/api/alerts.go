@@ -28,6 +28,8 @@ type AlertRule struct {
 	Operators []string `json:"operators"`
 	Queues    []string `json:"queues"`
 	Schedules []string `json:"schedules"`
+	Jobs      []string `json:"jobs"`
+	Targets   []string `json:"targets"`
 	Threshold *string  `json:"threshold"`
 	Window    *string  `json:"window"`
 	// MedianFactor: task_long_running against k × the median of the
@@ -91,6 +93,7 @@ func (h *Handler) getAlerts(c echo.Context) error {
 
 func toAlertRule(r alerts.RuleInfo) AlertRule {
 	out := AlertRule{Name: r.Name, Kind: r.Kind, Operators: r.Operators, Queues: orEmpty(r.Queues), Schedules: orEmpty(r.Schedules),
+		Jobs: orEmpty(r.Jobs), Targets: orEmpty(r.Targets),
 		Recovery: r.Recovery, Doc: r.Doc}
 	if r.Threshold > 0 {
 		s := time.Duration(r.Threshold).String()

@@ -59,6 +59,12 @@ func (u *Pages) alertsPage(c echo.Context) error {
 			if len(r.Schedules) > 0 {
 				filters = append(filters, "schedules "+strings.Join(r.Schedules, ", "))
 			}
+			if len(r.Jobs) > 0 {
+				filters = append(filters, "jobs "+strings.Join(r.Jobs, ", "))
+			}
+			if len(r.Targets) > 0 {
+				filters = append(filters, "targets "+strings.Join(r.Targets, ", "))
+			}
 			if r.ErrorNumber != 0 {
 				filters = append(filters, fmt.Sprintf("error %d", r.ErrorNumber))
 			}
