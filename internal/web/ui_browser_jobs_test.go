@@ -41,6 +41,11 @@ func TestBrowserJobWithFailureBranch(t *testing.T) {
 			chromedp.SetValue(chromedp.ID("step-2-name"), "notify"),
 			chromedp.SetValue(chromedp.ID("step-2-body"), slowStep),
 			chromedp.SetValue(chromedp.ID("step-2-on-success"), "quit_failure"),
+			// Two schedules, as Agent jobs often have (a weekday and a weekend time).
+			chromedp.SetValue(chromedp.ID("j-cron-0"), "0 1 * * 1-5"),
+			chromedp.SetValue(chromedp.ID("j-zone-0"), "Europe/Paris"),
+			chromedp.SetValue(chromedp.ID("j-cron-1"), "30 6 * * 0,6"),
+			chromedp.SetValue(chromedp.ID("j-zone-1"), "UTC"),
 		))
 	}
 	// A go-to to a step the job does not have: refused, next to its field.
@@ -62,6 +67,8 @@ func TestBrowserJobWithFailureBranch(t *testing.T) {
 	require.Contains(t, arrows, "rebuild failed: go to notify")
 	require.Contains(t, textsOf(tab, "#flow path.arrow-ok title"), "check succeeded: next step")
 	require.Contains(t, textsOf(tab, "#flow text.end title"), "notify: quit reporting failure")
+	scheds := textsOf(tab, ".job-schedules li code")
+	require.Equal(t, []string{"0 1 * * 1-5", "30 6 * * 0,6"}, scheds, "both schedules of the form")
 	shoot(t, tab, dir, "job-page")
 
 	// Run it, and watch it follow the failure branch: the job's page reloads
@@ -103,11 +110,17 @@ func TestBrowserJobWithFailureBranch(t *testing.T) {
 	v, err = chromedp.Run(tab, chromedp.Value(chromedp.ID("step-0-on-failure")))
 	require.NoError(t, err)
 	require.Equal(t, "step:notify", v, "the form holds the job's definition")
+	v, err = chromedp.Run(tab, chromedp.Value(chromedp.ID("j-cron-1")))
+	require.NoError(t, err)
+	require.Equal(t, "30 6 * * 0,6", v, "and its schedules, each in a row")
+	_, err = chromedp.Run(tab, chromedp.Evaluate[string](`document.getElementById('j-cron-0').value = ''`)) // drop the weekday schedule
+	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(tab, chromedp.SetValue(chromedp.ID("step-2-on-success"), "quit_success")))
 	loc = submit(t, tab, "#save-job")
 	require.Equal(t, e.srv.URL+"/jobs/nightly-maint", loc)
 	require.Contains(t, textOf(tab, ".flash"), "Job nightly-maint saved with 3 steps")
 	require.Contains(t, textsOf(tab, "#flow text.end title"), "notify: quit reporting success")
+	require.Equal(t, []string{"30 6 * * 0,6"}, textsOf(tab, ".job-schedules li code"), "the schedule emptied in the form is gone")
 
 	// The jobs page shows its last run.
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/jobs")))

@@ -110,8 +110,13 @@ type DurationBar struct {
 // JobForm is the job form as typed.
 type JobForm struct {
 	Name, Description, Category, Queue string
-	Cron, Zone                         string
+	Schedules                          []JobScheduleForm // the job's schedules and a blank row or more
 	Steps                              []StepForm
+}
+
+// JobScheduleForm is one schedule row of the job form.
+type JobScheduleForm struct {
+	Cron, Zone string
 }
 
 // StepForm is one step row of the job form.

@@ -307,7 +307,7 @@ func (u *Pages) cancelRun(c echo.Context) error {
 
 // newJobForm shows the empty job form.
 func (u *Pages) newJobForm(c echo.Context) error {
-	return u.renderJobForm(c, http.StatusOK, templates.JobEdit{Form: templates.JobForm{Steps: make([]templates.StepForm, formSteps)}})
+	return u.renderJobForm(c, http.StatusOK, templates.JobEdit{Form: templates.JobForm{Steps: make([]templates.StepForm, formSteps), Schedules: withBlankSchedules(nil)}})
 }
 
 func (u *Pages) renderJobForm(c echo.Context, status int, v templates.JobEdit) error {
@@ -343,9 +343,10 @@ func (u *Pages) editJobForm(c echo.Context) error {
 		return err
 	}
 	f := templates.JobForm{Name: d.Name, Description: d.Description, Category: d.Category, Queue: d.Queue}
-	if len(d.Schedules) > 0 {
-		f.Cron, f.Zone = d.Schedules[0].Cron, d.Schedules[0].TimeZone
+	for _, s := range d.Schedules {
+		f.Schedules = append(f.Schedules, templates.JobScheduleForm{Cron: s.Cron, Zone: s.TimeZone})
 	}
+	f.Schedules = withBlankSchedules(f.Schedules)
 	for _, s := range d.Steps {
 		sf := templates.StepForm{Name: s.Name, Body: s.Body, OnSuccess: s.OnSuccess, OnFailure: s.OnFailure}
 		if s.RetryAttempts > 0 {
@@ -363,8 +364,8 @@ func (u *Pages) editJobForm(c echo.Context) error {
 }
 
 // updateJob takes the edit form (ops.ReplaceJob): runs under way keep the
-// plan they started with; the job's other settings (enabled, overlap, the
-// schedules beyond the first) stay as they are.
+// plan they started with; the job's other settings (enabled, overlap) stay
+// as they are.
 func (u *Pages) updateJob(c echo.Context) error {
 	name, err := jobPathName(c)
 	if err != nil {
@@ -386,9 +387,6 @@ func (u *Pages) updateJob(c echo.Context) error {
 		return err
 	}
 	d.Enabled, d.Overlap = prev.Enabled, prev.Overlap
-	if len(prev.Schedules) > 1 {
-		d.Schedules = append(d.Schedules, prev.Schedules[1:]...)
-	}
 	j, warnings, err := u.ops.ReplaceJob(c.Request().Context(), auth.Actor(c), d)
 	var ve *queue.ValidationError
 	switch {
@@ -434,8 +432,7 @@ func (u *Pages) createJob(c echo.Context) error {
 // without a step name are left out. errs holds what cannot be read at all.
 func readJobForm(c echo.Context) (templates.JobForm, jobs.Definition, map[string]string) {
 	f := templates.JobForm{Name: strings.TrimSpace(c.FormValue("name")), Description: c.FormValue("description"),
-		Category: c.FormValue("category"), Queue: strings.TrimSpace(c.FormValue("queue")),
-		Cron: strings.TrimSpace(c.FormValue("cron")), Zone: strings.TrimSpace(c.FormValue("time_zone"))}
+		Category: c.FormValue("category"), Queue: strings.TrimSpace(c.FormValue("queue"))}
 	vals, _ := c.FormParams()
 	names, bodies := vals["step_name"], vals["step_body"]
 	at := func(k string, i int) string {
@@ -474,11 +471,27 @@ func readJobForm(c echo.Context) (templates.JobForm, jobs.Definition, map[string
 		}
 		d.Steps = append(d.Steps, step)
 	}
-	if f.Cron != "" {
-		d.Schedules = []jobs.ScheduleDef{{Cron: f.Cron, TimeZone: f.Zone}}
+	for i, cron := range vals["schedule_cron"] {
+		s := templates.JobScheduleForm{Cron: strings.TrimSpace(cron), Zone: at("schedule_time_zone", i)}
+		if s.Cron == "" {
+			continue // a blank row
+		}
+		f.Schedules = append(f.Schedules, s)
+		d.Schedules = append(d.Schedules, jobs.ScheduleDef{Cron: s.Cron, TimeZone: s.Zone})
 	}
+	f.Schedules = withBlankSchedules(f.Schedules)
 	for len(f.Steps) < formSteps {
 		f.Steps = append(f.Steps, templates.StepForm{})
 	}
 	return f, d, errs
+}
+
+// withBlankSchedules adds the empty rows the job form offers for new
+// schedules: one more than the job has, at least two, and no more than a
+// job may have (jobs.MaxSchedules).
+func withBlankSchedules(rows []templates.JobScheduleForm) []templates.JobScheduleForm {
+	for len(rows) < jobs.MaxSchedules && (len(rows) < 2 || rows[len(rows)-1].Cron != "") {
+		rows = append(rows, templates.JobScheduleForm{})
+	}
+	return rows
 }
