@@ -12,6 +12,8 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"readpast/internal/queue"
 )
 
 // Definition is a job as the API's POST /api/jobs takes it.
@@ -89,5 +91,18 @@ func Parse(body []byte) (Definition, error) {
 	if err := jsonv2.Unmarshal(body, &d, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return Definition{}, fmt.Errorf("the job definition is not the JSON of a job: %v", err)
 	}
+	return d, nil
+}
+
+// ParseDocument reads the JSON of POST /api/jobs as a job enabled or not
+// whatever the document says (an import makes its jobs paused, so they do
+// not run beside the Agent they came from); a document that is not a job's
+// is a *queue.ValidationError of the body.
+func ParseDocument(body []byte, enabled bool) (Definition, error) {
+	d, err := Parse(body)
+	if err != nil {
+		return Definition{}, &queue.ValidationError{Field: "body", Reason: err.Error()}
+	}
+	d.Enabled = &enabled
 	return d, nil
 }

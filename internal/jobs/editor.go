@@ -83,11 +83,10 @@ func (e Editor) deleteSchedules(ctx context.Context, old *queue.Job, actor strin
 // or not whatever the document says (an import makes its jobs paused, so
 // they do not run beside the Agent they came from).
 func (e Editor) CreateFromJSON(ctx context.Context, body []byte, enabled bool, actor string) (*queue.Job, []string, error) {
-	d, err := Parse(body)
+	d, err := ParseDocument(body, enabled)
 	if err != nil {
-		return nil, nil, &queue.ValidationError{Field: "body", Reason: err.Error()}
+		return nil, nil, err
 	}
-	d.Enabled = &enabled
 	return e.Create(ctx, d, actor)
 }
 

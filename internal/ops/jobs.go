@@ -32,11 +32,10 @@ func (o *Ops) CreateJob(ctx context.Context, actor string, d jobs.Definition) (*
 // with each job it read from msdb (enabled false, so it does not run beside
 // the Agent it came from).
 func (o *Ops) CreateJobFromJSON(ctx context.Context, actor string, body []byte, enabled bool) (*queue.Job, []string, error) {
-	d, err := jobs.Parse(body)
+	d, err := jobs.ParseDocument(body, enabled)
 	if err != nil {
-		return nil, nil, &queue.ValidationError{Field: "body", Reason: err.Error()}
+		return nil, nil, err
 	}
-	d.Enabled = &enabled
 	return o.CreateJob(ctx, actor, d)
 }
 
