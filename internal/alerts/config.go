@@ -13,10 +13,10 @@ import (
 	"fmt"
 	"net/mail"
 	"net/url"
-	"os"
-	"runtime"
 	"strings"
 	"time"
+
+	"readpast/internal/secretfile"
 )
 
 // Config is the alerts part of a node's configuration: a JSON file given by
@@ -137,16 +137,9 @@ func (r Rule) window() time.Duration {
 // LoadFile reads and checks the configuration at path. The file holds
 // secrets, so on Unix it must not be readable by group or others.
 func LoadFile(path string) (*Config, error) {
-	fi, err := os.Stat(path)
+	b, err := secretfile.Read("alerts configuration", path)
 	if err != nil {
-		return nil, fmt.Errorf("alerts configuration %s: %w", path, err)
-	}
-	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("alerts configuration %s is readable by others (mode %s) and holds secrets: run chmod 600 %s", path, fi.Mode().Perm(), path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("alerts configuration %s: %w", path, err)
+		return nil, err
 	}
 	return Parse(b)
 }

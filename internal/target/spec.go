@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 
 	"readpast/internal/dialect"
+	"readpast/internal/secretfile"
 )
 
 // Reserved target names. StoreName is the store's own database, a target on
@@ -115,17 +114,9 @@ func ParseList(where, text string) ([]Spec, error) {
 // ReadFile reads a targets file. It refuses a file that its group or other
 // users can read or write: the file holds passwords.
 func ReadFile(path string) ([]Spec, error) {
-	st, err := os.Stat(path)
+	b, err := secretfile.Read("targets file", path)
 	if err != nil {
-		return nil, fmt.Errorf("targets file: %w", err)
-	}
-	// Windows has no mode bits to check: there its ACL protects the file.
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("targets file %s can be read by other users (mode %04o) and it holds passwords: run chmod 600 %s", path, st.Mode().Perm(), path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("targets file: %w", err)
+		return nil, err
 	}
 	return ParseList(path, string(b))
 }
