@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/target"
 )
 
 // Options tune a Runner; zero values take the defaults.
@@ -383,15 +384,9 @@ func (r *Runner) send(ctx context.Context, d queue.AlertDelivery) error {
 	return w.send(ctx, r.opt.HTTPClient, m)
 }
 
-// redact blanks the configuration's secrets out of a text.
-func (r *Runner) redact(s string) string {
-	for _, sec := range r.cfg.secrets() {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, "[secret]")
-		}
-	}
-	return s
-}
+// redact blanks the configuration's secrets out of a text, as a target's
+// are blanked out of its errors.
+func (r *Runner) redact(s string) string { return target.Redact(s, r.cfg.secrets()) }
 
 func (r *Runner) purge(ctx context.Context) {
 	n, err := r.store.PurgeAlerts(ctx, time.Now().Add(-r.opt.Keep), 1000)
