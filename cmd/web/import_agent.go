@@ -15,6 +15,7 @@ import (
 	"readpast/internal/agentimport"
 	"readpast/internal/dialect"
 	"readpast/internal/sqlrun"
+	"readpast/internal/target"
 )
 
 // importAgentCmd is `readpast import-agent --from DSN [--time-zone Z]
@@ -31,7 +32,7 @@ func importAgentCmd(ctx context.Context, args []string, getenv func(string) stri
 	dryRun := fs.Bool("dry-run", false, "print the jobs it would create, as POST /api/jobs documents, and the report; create nothing")
 	var jobs names
 	fs.Var(&jobs, "job", "import only the Agent job of this `name` (repeat for several; default all)")
-	target := fs.String("target", "", "the named `target` the steps run on (default the node's target)")
+	targetName := fs.String("target", "", "the named `target` the steps run on (default the node's target)")
 	dsn := fs.String("dsn", getenv("READPAST_DSN"), "the ReadPast store the jobs are created in (env READPAST_DSN; not used with --dry-run)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: readpast import-agent --from DSN [--time-zone Z] [--dry-run] [--job NAME ...]\n\n"+
@@ -59,9 +60,9 @@ func importAgentCmd(ctx context.Context, args []string, getenv func(string) stri
 		return bad("--from must be a sqlserver:// DSN: SQL Server Agent lives in SQL Server")
 	}
 
-	err := importAgent(ctx, *from, *dryRun, *dsn, agentimport.Config{Database: *msdb, TimeZone: *zone, Target: *target, Jobs: jobs}, out)
+	err := importAgent(ctx, *from, *dryRun, *dsn, agentimport.Config{Database: *msdb, TimeZone: *zone, Target: *targetName, Jobs: jobs}, out)
 	if err != nil {
-		fmt.Fprintln(errOut, "readpast import-agent:", redact(err.Error(), *from))
+		fmt.Fprintln(errOut, "readpast import-agent:", target.Redact(err.Error(), target.Secrets(*from)))
 		return 1
 	}
 	return 0
@@ -104,31 +105,6 @@ func serverOf(dsn string) string {
 		return "the SQL Server at " + u.Host
 	}
 	return "the SQL Server of --from"
-}
-
-// redact removes the DSN's password from text, wherever an error quoted it.
-func redact(text, dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return strings.ReplaceAll(text, dsn, "(the --from DSN)")
-	}
-	var secrets []string
-	if p, ok := u.User.Password(); ok && p != "" {
-		secrets = append(secrets, p, url.QueryEscape(p), url.PathEscape(p))
-	}
-	for k, vs := range u.Query() {
-		if strings.EqualFold(k, "password") {
-			for _, v := range vs {
-				if v != "" {
-					secrets = append(secrets, v, url.QueryEscape(v))
-				}
-			}
-		}
-	}
-	for _, s := range secrets {
-		text = strings.ReplaceAll(text, s, "xxxxx")
-	}
-	return text
 }
 
 // names is a repeatable string flag.

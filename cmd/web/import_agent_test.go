@@ -11,6 +11,7 @@ import (
 
 	"readpast/internal/agentimport/agenttest"
 	"readpast/internal/queue"
+	"readpast/internal/target"
 	"readpast/internal/testenv"
 )
 
@@ -116,7 +117,7 @@ func TestImportAgentCreatesPausedJobsOverTDS(t *testing.T) {
 func TestImportAgentRedactsThePassword(t *testing.T) {
 	t.Parallel()
 	dsn := "sqlserver://sa:P%40ss%21w0rd@db1:1433?database=msdb"
-	require.Equal(t, "bad DSN sqlserver://sa:xxxxx@db1:1433 (password xxxxx)", redact("bad DSN sqlserver://sa:P%40ss%21w0rd@db1:1433 (password P@ss!w0rd)", dsn))
-	require.Equal(t, "no: xxxxx", redact("no: Hunter2", "sqlserver://db1?user+id=sa&password=Hunter2"))
+	require.Equal(t, "bad DSN sqlserver://sa:***@db1:1433 (password ***)", target.Redact("bad DSN sqlserver://sa:P%40ss%21w0rd@db1:1433 (password P@ss!w0rd)", target.Secrets(dsn)))
+	require.Equal(t, "no: ***", target.Redact("no: Hunter2", target.Secrets("sqlserver://db1?user+id=sa&password=Hunter2")))
 	require.Equal(t, "the SQL Server at db1:1433", serverOf(dsn))
 }
