@@ -15,4 +15,6 @@ func (t *postgresTarget) ConnWait() time.Duration { return t.pool.Stat().Acquire
 
 // ConnWait implements ConnWaiter: the time spent waiting for a connection
 // while the pool was at its cap.
-func (t *sqliteTarget) ConnWait() time.Duration { return t.db.Stats().WaitDuration }
+func (t *sqliteTarget) ConnWait() time.Duration {
+	return t.db.Stats().WaitDuration + t.fresh.Stats().WaitDuration
+}
