@@ -337,12 +337,14 @@ func (p *pool) execute(ctx context.Context, e *execution) {
 		a               queue.Attempt
 		release, record bool
 	)
-	var ran time.Time
+	var ran time.Time // the body's end, counted with stats on
 	if p.await(ctx, e) {
-		began := time.Now()
-		a, release, record = p.exec.run(ctx, e)
-		ran = time.Now()
-		if p.stats != nil {
+		if p.stats == nil {
+			a, release, record = p.exec.run(ctx, e)
+		} else {
+			began := time.Now()
+			a, release, record = p.exec.run(ctx, e)
+			ran = time.Now()
 			p.stats.Scheduling.Add(int64(began.Sub(e.started)))
 			p.stats.Body.Add(int64(ran.Sub(began)))
 			p.stats.Bodies.Add(1)
@@ -353,7 +355,7 @@ func (p *pool) execute(ctx context.Context, e *execution) {
 	// The slot is free once the body ended; an end that awaits its record
 	// moves to ending first, before the finisher can have written it.
 	p.mu.Lock()
-	if p.stats != nil && !ran.IsZero() {
+	if !ran.IsZero() {
 		p.stats.After.Add(int64(time.Since(ran)))
 	}
 	delete(p.running, e.task.ID)
