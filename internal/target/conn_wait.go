@@ -18,3 +18,7 @@ func (t *postgresTarget) ConnWait() time.Duration { return t.pool.Stat().Acquire
 func (t *sqliteTarget) ConnWait() time.Duration {
 	return t.db.Stats().WaitDuration + t.fresh.Stats().WaitDuration
 }
+
+// ConnWait implements ConnWaiter: the time spent waiting for a connection
+// while the pool was at its cap.
+func (t *sqlServerTarget) ConnWait() time.Duration { return t.db.Stats().WaitDuration }
