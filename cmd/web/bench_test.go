@@ -46,6 +46,20 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			require.Equal(t, 400, r.Throughput.Tasks)
 			require.Positive(t, r.Throughput.EndToEndPerSec)
 			require.Positive(t, r.Throughput.PeakRSSMB)
+			// Where the slots' time went, and the target's limit without the
+			// queue beside the drain (issue 32).
+			require.Contains(t, text, "limit: body and reset, no queue")
+			require.NotNil(t, r.Throughput.Slots)
+			require.Positive(t, r.Throughput.Slots.Body)
+			require.Positive(t, r.Throughput.Slots.TasksPerClaim)
+			require.NotNil(t, r.Throughput.Limit)
+			require.Positive(t, r.Throughput.Limit.BodyPerSec)
+			require.Positive(t, r.Throughput.Limit.NamedPerSec)
+			require.Positive(t, r.Throughput.OfBodyLimit)
+			if string(d) == "sqlite" {
+				require.Positive(t, r.Throughput.Limit.OneConnPerSec)
+				require.Positive(t, r.Throughput.OfOneConnSQL)
+			}
 			if string(d) == "postgres" {
 				// Claims and completions are batched: fewer commits than tasks.
 				require.Positive(t, r.Throughput.WriteTxPerTask)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"readpast/internal/dialect"
@@ -175,7 +176,7 @@ func sortDurations(d []time.Duration) { sort.Slice(d, func(i, j int) bool { retu
 // noop is the body every benchmark task runs: a round trip to the target.
 const noop = "SELECT 1"
 
-// startNodes runs n nodes until the returned stop is called.
+// startNodes runs n nodes until the returned stop is called (once or more).
 func startNodes(c Config, n int, cfg workers.Config) (nodes []*workers.Node, stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, n)
@@ -191,11 +192,14 @@ func startNodes(c Config, n int, cfg workers.Config) (nodes []*workers.Node, sto
 		go func() { _ = node.Run(ctx); done <- struct{}{} }()
 		<-node.Ready()
 	}
+	var once sync.Once
 	return nodes, func() {
-		cancel()
-		for range nodes {
-			<-done
-		}
+		once.Do(func() {
+			cancel()
+			for range nodes {
+				<-done
+			}
+		})
 	}, nil
 }
 

@@ -24,6 +24,30 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(tw, "  node CPU per task\t%.1f µs\n", t.NodeCPUPerTaskUS)
 		fmt.Fprintf(tw, "  peak RSS\t%.0f MB\n", t.PeakRSSMB)
 		fmt.Fprintf(tw, "  batches\t%.1f tasks a claim, %.1f attempts a finish\n", t.TasksPerClaim, t.AttemptsPerFinish)
+		if s := t.Slots; s != nil {
+			pc := func(f float64) float64 { return 100 * f }
+			fmt.Fprintf(tw, "  worker slots' time\tbody %.1f %% (connection %.1f %%), scheduling %.1f %%, after %.1f %%\n",
+				pc(s.Body), pc(s.ConnWait), pc(s.Scheduling), pc(s.After))
+			fmt.Fprintf(tw, "  slots idle\tclaim in flight %.1f %%, ends awaiting the finisher %.1f %%, other %.1f %%\n",
+				pc(s.IdleClaiming), pc(s.IdleEndingFull), pc(s.IdleOther))
+			fmt.Fprintf(tw, "  round trips\tbody %.2f ms, claim %.2f ms, finish write %.2f ms (gather %.2f ms), end handed over %.1f µs\n",
+				s.BodyMS, s.ClaimMS, s.FinishWriteMS, s.FinishGatherMS, s.SubmitWaitUS)
+		}
+		if l := t.Limit; l != nil {
+			fmt.Fprintf(tw, "  limit: body and reset, no queue\t%.0f /s on %d connections", l.BodyPerSec, t.Workers)
+			if l.BodyServerCPUPerRun > 0 {
+				fmt.Fprintf(tw, " (server CPU %.1f µs each)", l.BodyServerCPUPerRun)
+			}
+			fmt.Fprintf(tw, "\tend to end is %.0f %% of it\n", 100*t.OfBodyLimit)
+			fmt.Fprintf(tw, "  the same, sessions named per task\t%.0f /s", l.NamedPerSec)
+			if l.NamedServerCPUPerRun > 0 {
+				fmt.Fprintf(tw, " (server CPU %.1f µs each)", l.NamedServerCPUPerRun)
+			}
+			fmt.Fprintf(tw, "\tend to end is %.0f %% of it\n", 100*t.EndToEndPerSec/l.NamedPerSec)
+			if l.OneConnPerSec > 0 {
+				fmt.Fprintf(tw, "  limit: one connection's SELECT 1 loop\t%.0f /s\tend to end is %.0f %% of it\n", l.OneConnPerSec, 100*t.OfOneConnSQL)
+			}
+		}
 	}
 	if l := r.Latency; l != nil {
 		fmt.Fprintf(tw, "latency\t%d tasks at %.0f/s, idle node, poll %.0f s\n", l.Tasks, l.RatePerSec, l.PollSeconds)

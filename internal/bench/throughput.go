@@ -31,12 +31,19 @@ type ThroughputResult struct {
 	// attempts per finish call, over every queue of the nodes.
 	TasksPerClaim     float64 `json:"tasks_per_claim"`
 	AttemptsPerFinish float64 `json:"attempts_per_finish"`
+	// Where the worker slots' time went while draining.
+	Slots *SlotTimes `json:"slots,omitempty"`
+	// What the target does without the queue, measured after the drain, and
+	// the drain's ratio to it.
+	Limit        *LimitResult `json:"limit,omitempty"`
+	OfBodyLimit  float64      `json:"of_body_and_reset_limit,omitempty"`
+	OfOneConnSQL float64      `json:"of_one_connection_select1,omitempty"`
 }
 
 const throughputQueue = "bench-throughput"
 
-// throughput enqueues K tasks into a paused queue, then resumes it under the
-// nodes and times until every task succeeded: claim → run on the target →
+// throughput enqueues K tasks into a paused queue, then resumes it, starts the
+// nodes and times from their start until every task succeeded: claim → run on the target →
 // complete → log row, end to end.
 func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 	s := c.Store
@@ -62,19 +69,25 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 	cc := c
 	var counted *workers.StoreCalls
 	cc.Store, counted = workers.CountCalls(c.Store)
-	_, stop, err := startNodes(cc, c.Nodes, workers.Config{Poll: 100 * time.Millisecond})
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
+	stats := &workers.DrainStats{}
+	waited0 := connWait(c.Target)
 	writes0 := writeTxCount(ctx, c)
 	server := serverCPU(ctx, c)
 	node0 := ProcessCPU()
 	fmt.Fprintf(c.Progress, "throughput: draining with %d node(s) × %d workers\n", c.Nodes, c.Workers)
-	start := time.Now()
+	// The queue is resumed before the nodes start, and the clock runs from
+	// their start, as riverbench's runs from River's client.Start: a node that
+	// ran before the resume would see it only at its next read of the
+	// settings, up to a second later (SettingsEvery), which is not drain time.
 	if _, err := s.UpdateQueue(ctx, throughputQueue, queue.QueueUpdate{Paused: ptr(false), Actor: "bench"}); err != nil {
 		return nil, err
 	}
+	start := time.Now()
+	_, stop, err := startNodes(cc, c.Nodes, workers.Config{Poll: 100 * time.Millisecond, Stats: stats})
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for counted.Finished(throughputQueue) < int64(c.Tasks) {
@@ -84,7 +97,9 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 		case <-tick.C:
 		}
 	}
-	r.DrainSeconds = time.Since(start).Seconds()
+	drained := time.Since(start)
+	r.DrainSeconds = drained.Seconds()
+	r.Slots = slotTimes(stats, time.Duration(c.Nodes*c.Workers)*drained, connWait(c.Target)-waited0)
 	r.EndToEndPerSec = float64(c.Tasks) / r.DrainSeconds
 	r.NodeCPUPerTaskUS = perTaskUS(ProcessCPU()-node0, c.Tasks)
 	r.ServerCPUPerTaskUS = perTaskUS(server(), c.Tasks)
@@ -101,6 +116,14 @@ func throughput(ctx context.Context, c Config) (*ThroughputResult, error) {
 		return nil, err
 	} else if done-base < int64(c.Tasks) {
 		return nil, fmt.Errorf("the nodes recorded %d finished tasks but the store shows %d", c.Tasks, done-base)
+	}
+	stop()
+	if r.Limit, err = limit(ctx, c); err != nil {
+		return nil, fmt.Errorf("the target's limit: %w", err)
+	}
+	r.OfBodyLimit = r.EndToEndPerSec / r.Limit.BodyPerSec
+	if r.Limit.OneConnPerSec > 0 {
+		r.OfOneConnSQL = r.EndToEndPerSec / r.Limit.OneConnPerSec
 	}
 	return r, nil
 }

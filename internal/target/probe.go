@@ -22,7 +22,9 @@ type opener interface{ openSessions() int }
 
 func (t *postgresTarget) openSessions() int  { return int(t.pool.Stat().TotalConns()) }
 func (t *sqlServerTarget) openSessions() int { return t.db.Stats().OpenConnections }
-func (t *sqliteTarget) openSessions() int    { return t.db.Stats().OpenConnections }
+func (t *sqliteTarget) openSessions() int {
+	return t.db.Stats().OpenConnections + t.fresh.Stats().OpenConnections
+}
 
 func (t *postgresTarget) probe(ctx context.Context) (string, error) {
 	var v string

@@ -1,8 +1,10 @@
 package target
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,31 +17,53 @@ import (
 	"readpast/internal/sqlscript"
 )
 
-type sqliteTarget struct{ db *sql.DB }
+// sqliteTarget runs bodies on a SQLite file. A body that can change its
+// connection's state (sqliteMayChangeSession) runs on a connection of its
+// own from fresh, opened for it and closed after it: what it does to its
+// connection (PRAGMAs, temporary tables, attached files) ends with it, and it
+// reads no counter (changes(), last_insert_rowid()) another body left. Every
+// other body runs on a pooled connection of db, which no such body ever used:
+// opening a connection (and reading the file's schema on it) cost about ten
+// times a `SELECT 1` body (docs/benchmarks/drain-idle.md).
+type sqliteTarget struct {
+	db    *sql.DB // pooled: bodies that leave their connection as they found it
+	fresh *sql.DB // no idle connections: a connection per run
+}
 
 func openSQLite(ctx context.Context, path string, pool int) (*sqliteTarget, error) {
 	// busy_timeout: the store's writer shares the file when target = store.
 	dsn := "file:" + strings.ReplaceAll(url.PathEscape(path), "%2F", "/") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
+	t := &sqliteTarget{}
+	for _, db := range []**sql.DB{&t.db, &t.fresh} {
+		var err error
+		if *db, err = sql.Open("sqlite", dsn); err != nil {
+			t.Close()
+			return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)
+		}
+		if pool > 0 {
+			(*db).SetMaxOpenConns(pool)
+		}
+	}
+	t.db.SetMaxIdleConns(cmp.Or(pool, defaultTargetConns))
+	t.fresh.SetMaxIdleConns(0)
+	if err := t.db.PingContext(ctx); err != nil {
+		t.Close()
 		return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)
 	}
-	// A connection per run, closed after it: what a body does to its
-	// connection (PRAGMAs, temporary tables, attached files) ends with it.
-	// Opening a SQLite connection is a file open, cheap next to a network login.
-	db.SetMaxIdleConns(0)
-	if pool > 0 {
-		db.SetMaxOpenConns(pool)
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)
-	}
-	return &sqliteTarget{db: db}, nil
+	return t, nil
 }
 
 func (t *sqliteTarget) Dialect() dialect.Dialect { return dialect.SQLite }
-func (t *sqliteTarget) Close() error             { return t.db.Close() }
+
+func (t *sqliteTarget) Close() error {
+	var errs []error
+	for _, db := range []*sql.DB{t.db, t.fresh} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Run implements Target. modernc.org/sqlite interrupts the running statement
 // (sqlite3_interrupt) when ctx ends.
@@ -49,11 +73,23 @@ func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(stri
 	if err != nil {
 		return res, err
 	}
-	conn, err := t.db.Conn(ctx)
+	pooled := !sqliteMayChangeSession(body)
+	db := t.db
+	if !pooled {
+		db = t.fresh
+	}
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return res, fmt.Errorf("connecting to the target: %w", err)
 	}
-	defer conn.Close() // closes it: the pool keeps no idle connection
+	keep := false // whether the connection goes back to the pool clean
+	defer func() {
+		if !keep {
+			// Closes the connection instead of pooling it.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
 	if onSession != nil {
 		onSession("")
 	}
@@ -86,6 +122,9 @@ func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(stri
 	if _, err := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); err == nil {
 		return res, errOpenTransaction
 	}
+	// A body that succeeded, was not stopped and left no transaction open
+	// leaves a pooled connection as it found it.
+	keep = pooled && ctx.Err() == nil
 	return res, nil
 }
 

@@ -49,6 +49,9 @@ type Config struct {
 	Logger  *slog.Logger
 	// Observer, if set, hears of claims and finished attempts (metrics).
 	Observer Observer
+	// Stats, if set, accounts for the worker slots' time and the hot path's
+	// batches (`readpast bench`).
+	Stats *DrainStats
 }
 
 // DefaultNodeID is a node's name when none is given: hostname-pid, unique per

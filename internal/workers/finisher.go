@@ -28,6 +28,7 @@ type finisher struct {
 	lease     time.Duration
 	log       *slog.Logger
 	in        chan finishRequest
+	stats     *DrainStats // nil: not counted
 }
 
 type finishRequest struct {
@@ -70,7 +71,18 @@ func (f *finisher) maxEnding() int { return 2 * f.batchMax }
 // submit hands the attempt over; to is told its lease once it is written (or
 // given up). It waits only while a full batch of attempts is queued.
 func (f *finisher) submit(a queue.Attempt, release bool, to endsReceiver) {
-	f.in <- finishRequest{a: a, release: release, to: to}
+	r := finishRequest{a: a, release: release, to: to}
+	if f.stats == nil {
+		f.in <- r
+		return
+	}
+	select {
+	case f.in <- r:
+	default:
+		began := time.Now()
+		f.in <- r
+		f.stats.SubmitWait.Add(int64(time.Since(began)))
+	}
 }
 
 // Start writes batches until ctx ends or Stop, then writes what is still
@@ -94,12 +106,20 @@ func (f *finisher) run(ctx context.Context) {
 				f.write(batch)
 			}
 		}
+		gathered := time.Now()
 		if busy {
-			batch = f.gather(batch, time.Now().Add(finishGather))
+			batch = f.gather(batch, gathered.Add(finishGather))
 		}
 		batch = f.take(batch)
 		busy = len(batch) >= finishBusy
+		written := time.Now()
 		f.write(batch)
+		if f.stats != nil {
+			f.stats.FinishBatches.Add(1)
+			f.stats.FinishEnds.Add(int64(len(batch)))
+			f.stats.FinishGather.Add(int64(written.Sub(gathered)))
+			f.stats.FinishWrite.Add(int64(time.Since(written)))
+		}
 	}
 }
 

@@ -45,6 +45,7 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	log := cfg.Logger.With("node", cfg.NodeID)
 	storeTimeout := cfg.heartbeatEvery()
 	fin := newFinisher(store, cfg.Lease, log)
+	fin.stats = cfg.Stats
 	set := cfg.Targets
 	if set == nil {
 		set = target.Single(tgt, cfg.TargetIsStore)
@@ -56,7 +57,7 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	var fc *fence
 	deps := poolDeps{store: store, exec: exec, finisher: fin, nodeID: cfg.NodeID, poll: cfg.Poll,
 		lease: cfg.Lease, aheadFor: cfg.AheadFor, aheadWait: cfg.AheadWait, maxEnding: fin.maxEnding(),
-		mayClaim: func() bool { return fc.open() }, observer: cfg.Observer, log: log}
+		mayClaim: func() bool { return fc.open() }, observer: cfg.Observer, stats: cfg.Stats, log: log}
 	if fenced {
 		deps.claimTimeout = cfg.Lease - cfg.fenceMargin()
 	}

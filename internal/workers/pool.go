@@ -46,6 +46,7 @@ type pool struct {
 	bodies  int                      // executions holding a slot
 	backlog bool                     // the last claim got all it asked for: the queue has more
 	bodyAvg time.Duration            // moving average of the bodies' run time; 0 before the first
+	clock   slotClock                // idle slot time, with stats on
 	execs   sync.WaitGroup           // the executions' goroutines
 }
 
@@ -85,6 +86,7 @@ type poolDeps struct {
 	// into a blackhole would otherwise wait forever.
 	claimTimeout time.Duration
 	observer     Observer
+	stats        *DrainStats // nil: not counted
 	log          *slog.Logger
 }
 
@@ -104,6 +106,7 @@ func (p *pool) poke() {
 // and claims at once, pausing gives the queued back.
 func (p *pool) configure(size int, paused bool) {
 	p.mu.Lock()
+	p.tickLocked()
 	changed := size != p.size || paused != p.paused
 	p.size, p.paused = size, paused
 	if p.stoppedLocked() {
@@ -132,6 +135,10 @@ func (p *pool) stoppedLocked() bool { return p.paused || p.size == 0 }
 func (p *pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.stats != nil {
+		p.tickLocked()
+		p.clock.holding = len(p.ending) >= p.maxEnding
+	}
 	if p.stoppedLocked() || len(p.ending) >= p.maxEnding || (p.mayClaim != nil && !p.mayClaim()) {
 		return 0
 	}
@@ -162,6 +169,7 @@ func (p *pool) bodyTookLocked(took time.Duration) {
 
 // freeSlotLocked gives e's slot back.
 func (p *pool) freeSlotLocked(e *execution) {
+	p.tickLocked()
 	p.slots[e.slot] = false
 	p.bodies--
 	e.slot = -1
@@ -169,6 +177,9 @@ func (p *pool) freeSlotLocked(e *execution) {
 
 // grantLocked gives free slots to queued tasks, in claim order.
 func (p *pool) grantLocked() {
+	if len(p.queued) > 0 {
+		p.tickLocked()
+	}
 	for len(p.queued) > 0 && !p.stoppedLocked() && p.bodies < p.size {
 		e := p.queued[0]
 		p.queued[0] = nil
@@ -210,10 +221,19 @@ func (p *pool) produce(ctx, execCtx context.Context) {
 		if free := p.free(); free > 0 {
 			began := time.Now() // before the request: the leases end no earlier than began + lease
 			limit := min(free, queue.MaxClaimLimit)
+			p.claiming(true)
 			tasks, err := p.claim(ctx, limit)
-			p.observer.Claimed(p.name, len(tasks), time.Since(began), err)
+			took := time.Since(began)
+			p.observer.Claimed(p.name, len(tasks), took, err)
 			p.mu.Lock()
 			p.backlog = err == nil && len(tasks) == limit
+			if p.stats != nil {
+				p.tickLocked()
+				p.clock.claiming = false
+				p.stats.Claims.Add(1)
+				p.stats.ClaimedTasks.Add(int64(len(tasks)))
+				p.stats.ClaimTime.Add(int64(took))
+			}
 			p.mu.Unlock()
 			if err != nil {
 				if ctx.Err() != nil {
@@ -247,6 +267,17 @@ func (p *pool) produce(ctx, execCtx context.Context) {
 		<-p.wake // an end written pokes
 	}
 	p.execs.Wait()
+}
+
+// claiming tells the slot clock that a claim is in flight.
+func (p *pool) claiming(on bool) {
+	if p.stats == nil {
+		return
+	}
+	p.mu.Lock()
+	p.tickLocked()
+	p.clock.claiming = on
+	p.mu.Unlock()
 }
 
 // claim asks the store for up to limit tasks, within claimTimeout.
@@ -286,6 +317,7 @@ func (p *pool) start(execCtx context.Context, t *queue.Task, claimed time.Time) 
 	ctx, cancel := context.WithCancelCause(execCtx)
 	e := &execution{task: t, slot: -1, granted: make(chan struct{}), cancel: cancel, renewed: claimed}
 	p.mu.Lock()
+	p.tickLocked()
 	p.running[t.ID] = e
 	p.queued = append(p.queued, e)
 	if p.stoppedLocked() { // paused or stopped while the claim was in flight
@@ -305,14 +337,27 @@ func (p *pool) execute(ctx context.Context, e *execution) {
 		a               queue.Attempt
 		release, record bool
 	)
+	var ran time.Time // the body's end, counted with stats on
 	if p.await(ctx, e) {
-		a, release, record = p.exec.run(ctx, e)
+		if p.stats == nil {
+			a, release, record = p.exec.run(ctx, e)
+		} else {
+			began := time.Now()
+			a, release, record = p.exec.run(ctx, e)
+			ran = time.Now()
+			p.stats.Scheduling.Add(int64(began.Sub(e.started)))
+			p.stats.Body.Add(int64(ran.Sub(began)))
+			p.stats.Bodies.Add(1)
+		}
 	} else {
 		a, release, record = p.exec.unstarted(ctx, e)
 	}
 	// The slot is free once the body ended; an end that awaits its record
 	// moves to ending first, before the finisher can have written it.
 	p.mu.Lock()
+	if !ran.IsZero() {
+		p.stats.After.Add(int64(time.Since(ran)))
+	}
 	delete(p.running, e.task.ID)
 	if record {
 		p.ending[a.Lease] = struct{}{}
@@ -361,6 +406,7 @@ func (p *pool) await(ctx context.Context, e *execution) bool {
 		return false
 	default:
 	}
+	p.tickLocked()
 	p.queued = slices.DeleteFunc(p.queued, func(q *execution) bool { return q == e })
 	if errors.Is(context.Cause(ctx), errGivenBack) {
 		// The bodies take longer than the average said (a run of long ones

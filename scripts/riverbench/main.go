@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"readpast/internal/bench"
 )
 
 type config struct {
@@ -78,6 +80,16 @@ type drain struct {
 	Seconds           float64 `json:"seconds"`
 	ServerCPUPerTask  float64 `json:"server_cpu_us_per_task"`
 	ProcessCPUPerTask float64 `json:"process_cpu_us_per_task"`
+	// ReadPast's only: what `bench` measures of the target beside the drain,
+	// the body and its session reset on as many connections with no queue
+	// (pgbench's `SELECT 1; DISCARD ALL`), and the same with the session
+	// named per task as the executor names it; and where the worker slots'
+	// time went while draining.
+	LimitPerSec      float64          `json:"body_and_reset_limit_per_sec,omitempty"`
+	LimitServerCPU   float64          `json:"body_and_reset_server_cpu_us,omitempty"`
+	NamedLimitPerSec float64          `json:"named_body_and_reset_limit_per_sec,omitempty"`
+	NamedServerCPU   float64          `json:"named_body_and_reset_server_cpu_us,omitempty"`
+	Slots            *bench.SlotTimes `json:"slots,omitempty"`
 }
 
 func newDrain(n int, took, server, process time.Duration) drain {
@@ -100,6 +112,10 @@ func run(ctx context.Context, c config) error {
 			rounds[i][sys] = d
 			fmt.Fprintf(os.Stderr, "round %d %-11s %8.0f tasks/s  server %6.1f µs/task  process %6.1f µs/task\n",
 				i+1, sys, d.PerSec, d.ServerCPUPerTask, d.ProcessCPUPerTask)
+			if d.LimitPerSec > 0 {
+				fmt.Fprintf(os.Stderr, "        limit, body and reset, no queue %8.0f /s (server %.1f µs each), named per task %8.0f /s (server %.1f µs each)\n",
+					d.LimitPerSec, d.LimitServerCPU, d.NamedLimitPerSec, d.NamedServerCPU)
+			}
 		}
 	}
 	report(c, rounds)
@@ -201,6 +217,20 @@ func report(c config, rounds []map[string]drain) {
 	for _, other := range systems[1:] {
 		fmt.Fprintf(tw, "vs %s\t%s\t%s\n", other, spread(ratio(other, perSec), "%.2f×"), spread(ratio(other, server), "%.2f×"))
 	}
+	// The limit is measured by the same run as ReadPast's drain, right after it.
+	of := func(f func(drain) float64) []float64 {
+		var xs []float64
+		for _, r := range rounds {
+			xs = append(xs, r["readpast"].PerSec/f(r["readpast"]))
+		}
+		return xs
+	}
+	fmt.Fprintf(tw, "vs body and reset, no queue\t%s\t(its server CPU %s µs a body)\n",
+		spread(of(func(d drain) float64 { return d.LimitPerSec }), "%.2f×"),
+		spread(pick("readpast", func(d drain) float64 { return d.LimitServerCPU }), "%.1f"))
+	fmt.Fprintf(tw, "vs the same, named per task\t%s\t(its server CPU %s µs a body)\n",
+		spread(of(func(d drain) float64 { return d.NamedLimitPerSec }), "%.2f×"),
+		spread(pick("readpast", func(d drain) float64 { return d.NamedServerCPU }), "%.1f"))
 	tw.Flush()
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")

@@ -40,6 +40,16 @@ func readpastRun(ctx context.Context, url string, tasks, workers int, progress i
 		return d, fmt.Errorf("the server's CPU could not be read: run the server on this machine")
 	}
 	perTask := func(us float64) time.Duration { return time.Duration(us * float64(tasks) * float64(time.Microsecond)) }
-	return newDrain(tasks, time.Duration(t.DrainSeconds*float64(time.Second)),
-		perTask(t.ServerCPUPerTaskUS), perTask(t.NodeCPUPerTaskUS)), nil
+	d = newDrain(tasks, time.Duration(t.DrainSeconds*float64(time.Second)),
+		perTask(t.ServerCPUPerTaskUS), perTask(t.NodeCPUPerTaskUS))
+	if l := t.Limit; l != nil {
+		d.LimitPerSec, d.LimitServerCPU = l.BodyPerSec, l.BodyServerCPUPerRun
+		d.NamedLimitPerSec, d.NamedServerCPU = l.NamedPerSec, l.NamedServerCPUPerRun
+	}
+	d.Slots = t.Slots
+	if s := t.Slots; s != nil {
+		fmt.Fprintf(progress, "readpast slots: body %.1f %%, scheduling %.1f %%, after %.1f %%, idle: claim in flight %.1f %%, ends awaiting the finisher %.1f %%, other %.1f %%; %.0f tasks a claim, %.0f ends a finish\n",
+			100*s.Body, 100*s.Scheduling, 100*s.After, 100*s.IdleClaiming, 100*s.IdleEndingFull, 100*s.IdleOther, s.TasksPerClaim, s.EndsPerFinish)
+	}
+	return d, nil
 }

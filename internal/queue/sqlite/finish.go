@@ -32,8 +32,9 @@ func (s *Store) endAll(ctx context.Context, what string, attempts []queue.Attemp
 // endAllTx ends attempts inside the caller's write transaction.
 func endAllTx(tx *sql.Tx, now int64, attempts []queue.Attempt, release bool) ([]queue.FinishResult, error) {
 	out := make([]queue.FinishResult, len(attempts))
+	ptx := prepared(tx)
 	for i, a := range attempts {
-		r, err := endAttempt(tx, now, a, release)
+		r, err := endAttempt(ptx, now, a, release)
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +45,7 @@ func endAllTx(tx *sql.Tx, now int64, attempts []queue.Attempt, release bool) ([]
 
 // endAttempt moves one held task on and writes its execution-log row. A lease
 // that is not current gives a result with ErrLeaseLost and changes nothing.
-func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.FinishResult, error) {
+func endAttempt(tx *preparedTx, now int64, a queue.Attempt, release bool) (queue.FinishResult, error) {
 	res := queue.FinishResult{TaskID: a.TaskID}
 	var (
 		q                                  string
@@ -106,17 +107,17 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 		return res, err
 	}
 	if next == queue.StateFailed {
-		if err := writeAlertEvent(tx, now, a); err != nil {
+		if err := writeAlertEvent(tx.Tx, now, a); err != nil {
 			return res, err
 		}
 	}
 	if chain.Valid && next.Finished() {
-		if err := chainEnded(tx, now, chain.String, a.TaskID, stage, next); err != nil {
+		if err := chainEnded(tx.Tx, now, chain.String, a.TaskID, stage, next); err != nil {
 			return res, err
 		}
 	}
 	if runID.Valid && next.Finished() {
-		if err := stepEnded(tx, now, runID.Int64, int(runStep.Int64), a.TaskID, next); err != nil {
+		if err := stepEnded(tx.Tx, now, runID.Int64, int(runStep.Int64), a.TaskID, next); err != nil {
 			return res, err
 		}
 	}
@@ -126,7 +127,7 @@ func endAttempt(tx *sql.Tx, now int64, a queue.Attempt, release bool) (queue.Fin
 // logAttempt writes the attempt's execution-log row. An attempt without a
 // finish time ends now, one without a start time started when it ended: a row
 // never holds the zero time (the year 1), which retention would purge at once.
-func logAttempt(tx *sql.Tx, now int64, a queue.Attempt, attempt int, q string) error {
+func logAttempt(tx execer, now int64, a queue.Attempt, attempt int, q string) error {
 	started, finished := micros(a.StartedAt), micros(a.FinishedAt)
 	if a.FinishedAt.IsZero() {
 		finished = now
@@ -177,8 +178,9 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		ptx := prepared(tx)
 		for _, a := range lost {
-			r, err := endAttempt(tx, now, a, false)
+			r, err := endAttempt(ptx, now, a, false)
 			if err != nil {
 				return err
 			}

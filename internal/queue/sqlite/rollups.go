@@ -12,7 +12,7 @@ import (
 // countFinished adds by to the finished count of (q, state); every change into
 // or out of a final state calls it in the same write transaction, so the
 // counts are exact (queuetest: counts_stay_exact).
-func countFinished(tx *sql.Tx, q string, state queue.State, by int64) error {
+func countFinished(tx execer, q string, state queue.State, by int64) error {
 	if by == 0 || !state.Finished() {
 		return nil
 	}
@@ -35,7 +35,7 @@ var spans = []struct {
 }
 
 // countAttempt adds one finished attempt to the throughput rollup.
-func countAttempt(tx *sql.Tx, q string, o queue.Outcome, finished, durationMS int64) error {
+func countAttempt(tx execer, q string, o queue.Outcome, finished, durationMS int64) error {
 	for _, s := range spans {
 		_, err := tx.Exec(`INSERT INTO readpast_throughput (span, bucket, queue, outcome, n, busy_ms) VALUES (?, ?, ?, ?, 1, ?)
 			ON CONFLICT (span, bucket, queue, outcome) DO UPDATE SET n = n + 1, busy_ms = busy_ms + excluded.busy_ms`,

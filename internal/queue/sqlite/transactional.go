@@ -87,7 +87,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 
 	now := s.now()
 	a.Outcome, a.Error, a.RowsAffected, a.FinishedAt = queue.OutcomeSucceeded, "", res.RowsAffected, fromMicros(now)
-	fin, err := endAttempt(tx, now, a, false)
+	fin, err := endAttempt(prepared(tx), now, a, false)
 	if err == nil && fin.Err == nil {
 		err = compensateLeases(dctx, tx, held, now)
 	}
