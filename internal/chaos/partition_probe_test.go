@@ -109,6 +109,8 @@ type probeSample struct {
 	held      int            // tasks the hurt node holds running (claimed, started or not)
 	heldOld   int            // of which with their lease expired: waiting for a reclaim
 	pending   map[string]int64
+	long      map[string]int // the test's long tasks (priority 1) running, by node
+	blockers  map[string]int // what the waiting sessions wait for: the blocker's application_name, state and query's start
 }
 
 // probe samples the server, and every node's /metrics, every interval.
@@ -210,7 +212,7 @@ func (p *probe) latency(node string, from, to time.Time) latency {
 }
 
 func sampleOnce(ctx context.Context, w *workload, names []string, hurt string) (probeSample, error) {
-	s := probeSample{at: time.Now(), waits: map[string]int{}, pending: map[string]int64{}}
+	s := probeSample{at: time.Now(), waits: map[string]int{}, pending: map[string]int64{}, long: map[string]int{}, blockers: map[string]int{}}
 	rows, err := w.db.QueryContext(ctx, `SELECT coalesce(wait_event_type, 'CPU') || ':' || coalesce(wait_event, ''), count(*)
 		FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND application_name = ANY($1)
 		GROUP BY 1`, names)
@@ -245,6 +247,45 @@ func sampleOnce(ctx context.Context, w *workload, names []string, hurt string) (
 	if err != nil {
 		return s, err
 	}
+	if s.lockWaits > 0 {
+		rows, err = w.db.QueryContext(ctx, `SELECT b.application_name || ' ' || coalesce(b.state, '') || ': ' || left(regexp_replace(b.query, '\s+', ' ', 'g'), 40), count(*)
+			FROM pg_stat_activity w CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS bp(pid) JOIN pg_stat_activity b ON b.pid = bp.pid
+			WHERE w.datname = current_database() AND w.wait_event_type = 'Lock' AND w.application_name = ANY($1) GROUP BY 1`, names)
+		if err != nil {
+			return s, err
+		}
+		for rows.Next() {
+			var by string
+			var n int
+			if err := rows.Scan(&by, &n); err != nil {
+				rows.Close()
+				return s, err
+			}
+			s.blockers[by] += n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return s, err
+		}
+	}
+	rows, err = w.db.QueryContext(ctx, `SELECT split_part(lease_owner, '/', 1), count(*) FROM readpast_tasks
+		WHERE state = 'running' AND priority = 1 GROUP BY 1`)
+	if err != nil {
+		return s, err
+	}
+	for rows.Next() {
+		var node string
+		var n int
+		if err := rows.Scan(&node, &n); err != nil {
+			rows.Close()
+			return s, err
+		}
+		s.long[node] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s, err
+	}
 	for _, q := range w.queues() {
 		c, err := queueCounts(w.Store, q)
 		if err != nil {
@@ -267,6 +308,8 @@ type probeSummary struct {
 	maxHeldOld   int
 	emptyQueue   map[string]int // samples in which the queue had nothing pending
 	heldLastSeen time.Time      // last sample in which the hurt node still held a task
+	long         map[string]int // sum over the samples of the test's long tasks running, by node
+	blockers     map[string]int // who the lock waits waited for, by application_name, state and query
 }
 
 func (s probeSummary) String() string {
@@ -282,9 +325,13 @@ func (s probeSummary) String() string {
 	if s.samples > 0 {
 		perSample = float64(s.lockWaits) / float64(s.samples)
 	}
-	return fmt.Sprintf("%d samples: lock waits %d (%.2f a sample); active store sessions by wait [%s]; queue empty in [%s] samples; "+
+	var bs []string
+	for _, k := range slices.Sorted(maps.Keys(s.blockers)) {
+		bs = append(bs, fmt.Sprintf("%s ×%d", k, s.blockers[k]))
+	}
+	return fmt.Sprintf("%d samples: lock waits %d (%.2f a sample, waiting for [%s]); active store sessions by wait [%s]; queue empty in [%s] samples; "+
 		"oldest xmin age %d (held by %s); dead rows of the counters at most %d; hurt node held up to %d tasks, up to %d with leases expired",
-		s.samples, s.lockWaits, perSample, strings.Join(ws, ", "), strings.Join(es, ", "), s.maxXminAge, s.xminBy, s.maxDead, s.maxHeld, s.maxHeldOld)
+		s.samples, s.lockWaits, perSample, strings.Join(bs, "; "), strings.Join(ws, ", "), strings.Join(es, ", "), s.maxXminAge, s.xminBy, s.maxDead, s.maxHeld, s.maxHeldOld)
 }
 
 // summary sums the samples taken in [from, to).
@@ -293,7 +340,7 @@ func (p *probe) summary(t *testing.T, from, to time.Time) probeSummary {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	require.NoError(t, p.err, "sampling the server")
-	out := probeSummary{waits: map[string]int{}, emptyQueue: map[string]int{}}
+	out := probeSummary{waits: map[string]int{}, emptyQueue: map[string]int{}, long: map[string]int{}, blockers: map[string]int{}}
 	for _, s := range p.samples {
 		if s.at.Before(from) || !s.at.Before(to) {
 			continue
@@ -317,8 +364,27 @@ func (p *probe) summary(t *testing.T, from, to time.Time) probeSummary {
 		if s.held > 0 {
 			out.heldLastSeen = s.at
 		}
+		for n, k := range s.long {
+			out.long[n] += k
+		}
+		for b, k := range s.blockers {
+			out.blockers[b] += k
+		}
 	}
 	return out
+}
+
+// longHeld is how many of the test's long tasks the nodes ran on average
+// over the samples: each takes a worker slot for four leases.
+func (s probeSummary) longHeld(nodes ...string) float64 {
+	if s.samples == 0 {
+		return 0
+	}
+	n := 0
+	for _, x := range nodes {
+		n += s.long[x]
+	}
+	return float64(n) / float64(s.samples)
 }
 
 // stop ends the sampling.

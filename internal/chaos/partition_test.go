@@ -60,6 +60,10 @@ func finishedByNodeQueue(t *testing.T, d database, from, to time.Time) map[strin
 	return out
 }
 
+// nodeSlots are the worker slots of each node: a runs the ordinary queue (8),
+// b and c both queues (8 each).
+var nodeSlots = map[string]int{"a": 8, "b": 16, "c": 16}
+
 // partitionGoal is the share of their throughput the nodes not hit must keep
 // while one node is cut off, blackholed or frozen (issue 25).
 const partitionGoal = 0.8
@@ -214,11 +218,29 @@ func TestPartitionStopsNoOtherNode(t *testing.T) {
 		}
 		rateBefore := float64(others(before)) / p.measure.Seconds()
 		rateDuring := float64(others(during)) / ended.Sub(began).Seconds()
+		// The long tasks enqueued until the hurt node held one went to the
+		// others too, each holding a worker slot through the window (four
+		// leases): the test's doing, not the hurt node's. Shown per slot free
+		// of them beside the goal, which is judged on the throughput itself.
+		var otherNames []string
+		slots := 0
+		for _, x := range nodes {
+			if x != s.hurt {
+				otherNames = append(otherNames, x.name)
+				slots += nodeSlots[x.name]
+			}
+		}
+		srvBefore, srvDuring := pr.summary(t, beforeFrom, began), pr.summary(t, began, ended)
+		freeBefore := float64(slots) - srvBefore.longHeld(otherNames...)
+		freeDuring := float64(slots) - srvDuring.longHeld(otherNames...)
 		kept := rateDuring / max(rateBefore, 1)
+		perFree := kept * freeBefore / max(freeDuring, 1)
 		doneDuring += float64(others(during))
 		expected += rateBefore * ended.Sub(began).Seconds()
-		t.Logf("%s (%s–%s): node %s held %d long tasks; the other nodes finished %.0f tasks/s before and %.0f/s during the %s window: kept %.0f %% (per node before %v, during %v; CPU used in the window %v)",
-			s.name, began.Format("15:04:05.000"), ended.Format("15:04:05.000"), s.hurt.name, holds, rateBefore, rateDuring, ended.Sub(began).Round(time.Millisecond), 100*kept, before, during, used)
+		t.Logf("%s (%s–%s): node %s held %d long tasks; the other nodes finished %.0f tasks/s before and %.0f/s during the %s window: kept %.0f %%; "+
+			"their %d worker slots ran the test's long tasks in %.1f before and %.1f during: per slot free of them, kept %.0f %% (per node before %v, during %v; CPU used in the window %v)",
+			s.name, began.Format("15:04:05.000"), ended.Format("15:04:05.000"), s.hurt.name, holds, rateBefore, rateDuring, ended.Sub(began).Round(time.Millisecond), 100*kept,
+			slots, float64(slots)-freeBefore, float64(slots)-freeDuring, 100*perFree, before, during, used)
 		// What the nodes not hurt waited on, before and during, and what the
 		// hurt node held: figures the machine's load does not make up.
 		for _, n := range nodes {
@@ -227,11 +249,10 @@ func TestPartitionStopsNoOtherNode(t *testing.T) {
 					pr.latency(n.name, beforeFrom, began), pr.latency(n.name, began, ended), beforeByQueue[n.name], duringByQueue[n.name])
 			}
 		}
-		t.Logf("  server before: %s", pr.summary(t, beforeFrom, began))
-		srvDuring := pr.summary(t, began, ended)
+		t.Logf("  server before: %s", srvBefore)
 		t.Logf("  server during: %s; the hurt node last held a task %s after the fault", srvDuring, heldFor(srvDuring, began))
 		if kept < partitionGoal {
-			missed = append(missed, fmt.Sprintf("%s: kept %.0f %%", s.name, 100*kept))
+			missed = append(missed, fmt.Sprintf("%s: kept %.0f %% (%.0f %% per slot free of the long tasks)", s.name, 100*kept, 100*perFree))
 		}
 	}
 
