@@ -132,6 +132,36 @@ func (w *workload) pending() (n int64, ok bool) {
 	return n, true
 }
 
+// topUp adds tasks to every queue of the workload whose pending tasks fell
+// under half of what a wave s adds to it: a wave of that queue's kind. Each
+// queue is kept up on its own, since the nodes may drain one faster than the
+// other (the partition test's ordinary queue, which more nodes run): topped
+// up by their sum, that queue ran dry behind the other's backlog, and the
+// nodes that run only it waited for work (docs/RELIABILITY.md).
+func (w *workload) topUp(t *testing.T, s shape) {
+	t.Helper()
+	if w.txQueue == "" || w.txQueue == w.queue {
+		if left, ok := w.pending(); ok && left < int64(s.size()/2) {
+			w.enqueue(t, s)
+		}
+		return
+	}
+	low := func(q string, wave int) bool {
+		c, err := queueCounts(w.Store, q)
+		return err == nil && c[queue.StatePending] < int64(wave/2)
+	}
+	var add shape
+	if low(w.txQueue, s.tx) {
+		add.tx, add.txSleep = s.tx, s.txSleep
+	}
+	if low(w.queue, s.ordinary) {
+		add.ordinary, add.ordinarySleep = s.ordinary, s.ordinarySleep
+	}
+	if add.size() > 0 {
+		w.enqueue(t, add)
+	}
+}
+
 // unfinished counts the workload's tasks not yet finished; ok is false when
 // the store could not say (a fault test's server may be down).
 func (w *workload) unfinished() (n int64, ok bool) {

@@ -25,9 +25,10 @@ type lostSessionEnderKey struct{}
 
 // WithLostSessionEnder asks the store's ReclaimExpired, called with the
 // returned context, to call end with the expired attempts it found before it
-// ends them. It rides on the context because only the node knows its target,
-// and a store that has no such step (SQLite: no sessions; SQL Server: KILL
-// needs ALTER ANY CONNECTION, so not done) simply ignores it.
+// ends them. It rides on the context because only the node knows its target.
+// The PostgreSQL and SQL Server stores call it; SQLite's, whose reclaim runs
+// inside its one writer's transaction, does not (a SQLite target has no
+// sessions to end).
 func WithLostSessionEnder(ctx context.Context, end LostSessionEnder) context.Context {
 	return context.WithValue(ctx, lostSessionEnderKey{}, end)
 }

@@ -73,6 +73,9 @@ func sqlServerFacts(sc *scratch) []fact {
 			query: "SELECT name + CASE is_read_committed_snapshot_on WHEN 1 THEN N': RCSI on' ELSE N': RCSI off (recommended on)' END FROM sys.databases WHERE name = " + db + ";"},
 		{name: "ghost records", why: "ghost records left at the head of the claim's indexes slow every claim (docs/SQLSERVER.md); read in the store database",
 			query: ghostRecordsQuery(sc.storeDB)},
+		{name: "ending lost sessions", why: "KILL needs ALTER ANY CONNECTION: with it, the reclaim of a frozen or cut-off node's lease ends the body it left running (docs/WORKERS.md, \"Ending a lost attempt's session\"); read for this login, which is the targets' when they log in alike",
+			query: "SELECT CASE HAS_PERMS_BY_NAME(NULL, NULL, N'ALTER ANY CONNECTION') WHEN 1 THEN N'ALTER ANY CONNECTION granted: the reclaim ends a lost attempt''s session (KILL)' " +
+				"ELSE N'no ALTER ANY CONNECTION: a frozen or cut-off node''s body runs on after its lease is reclaimed, beside the next attempt, until it ends; grant it to the login the nodes use on their targets' END;"},
 		{name: "permissions", why: "what the login may do (README: running needs SELECT, INSERT, UPDATE, DELETE on the store's tables)",
 			query: "SELECT permission_name FROM fn_my_permissions(NULL, 'DATABASE') WHERE permission_name IN (N'CREATE TABLE', N'ALTER', N'SELECT', N'INSERT', N'UPDATE', N'DELETE', N'SHOWPLAN', N'VIEW DATABASE STATE') ORDER BY permission_name;"},
 	}

@@ -50,6 +50,9 @@ func TestSelftestPassesAndCleansUp(t *testing.T) {
 			}
 			require.Contains(t, out.String(), "PASS")
 			require.Contains(t, out.String(), "claimers never wait")
+			if d == testenv.SQLServer {
+				require.Contains(t, out.String(), "ALTER ANY CONNECTION", "the report says whether the reclaim can end a lost attempt's session")
+			}
 			login := map[testenv.Dialect]string{testenv.SQLite: "login: file access (SQLite has no logins) as ",
 				testenv.Postgres: "login: PostgreSQL role postgres ", testenv.SQLServer: "login: " + mssqllogin.SQLAuth + " as "}[d]
 			require.Contains(t, out.String(), login, "the report says how selftest logged in and as whom")

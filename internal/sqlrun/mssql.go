@@ -255,5 +255,8 @@ func ResetMSSQL(ctx context.Context, conn *sql.Conn) error {
 
 // resetIsolation is the request that carries the reset: after
 // sp_reset_connection the session is at the level every store batch and every
-// task starts from.
-const resetIsolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;"
+// task starts from. It also clears CONTEXT_INFO, which names the attempt a
+// body's session runs (internal/target, lost_sessions_sqlserver.go):
+// sp_reset_connection does on SQL Server, Babelfish does not, and a session
+// pooled with the name of an attempt that ended must not carry it.
+const resetIsolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; SET CONTEXT_INFO 0x;"

@@ -7,7 +7,8 @@ package target
 //
 //  1. Take one *sql.Conn from the pool for the whole body.
 //  2. One round trip: SET TRANSACTION ISOLATION LEVEL READ COMMITTED (every
-//     run starts at a known level: sp_reset_connection does not reset it) and
+//     run starts at a known level: sp_reset_connection does not reset it),
+//     the attempt's name in CONTEXT_INFO (lost_sessions_sqlserver.go) and
 //     SELECT @@SPID, the session id, reported before the body runs.
 //  3. Split the body on GO lines (sqlscript, sqlcmd's rules) and send each
 //     batch byte for byte as written (no parameters, so CREATE PROCEDURE and
@@ -102,8 +103,13 @@ func (t *sqlServerTarget) Run(ctx context.Context, body string, onSession func(s
 		}
 	}()
 
+	start := startRun
+	if name := sessionName(ctx); name != "" {
+		// Named in the round trip that starts the run (lost_sessions_sqlserver.go).
+		start = "SET CONTEXT_INFO " + contextInfo(name) + ";\n" + startRun
+	}
 	var spid int64
-	if err := conn.QueryRowContext(ctx, startRun).Scan(&spid); err != nil {
+	if err := conn.QueryRowContext(ctx, start).Scan(&spid); err != nil {
 		return res, fmt.Errorf("reading the session id: %w", sqlrun.DescribeMSSQL(err))
 	}
 	res.SessionID = strconv.FormatInt(spid, 10)

@@ -25,6 +25,7 @@ type Metrics struct {
 	claimDuration   *prometheus.HistogramVec
 	attempts        *prometheus.CounterVec
 	attemptDuration *prometheus.HistogramVec
+	finishDuration  prometheus.Histogram
 	alertSends      alertSends // metrics_alerts.go
 }
 
@@ -49,9 +50,12 @@ func NewMetrics() *Metrics {
 		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readpast_attempt_duration_seconds",
 			Help:    "How long attempts ran.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"queue"}),
+		finishDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "readpast_finish_duration_seconds",
+			Help:    "Latency of one write of ended attempts (a batch), retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.claims, m.claimedTasks, m.claimErrors, m.claimDuration, m.attempts, m.attemptDuration)
+		m.claims, m.claimedTasks, m.claimErrors, m.claimDuration, m.attempts, m.attemptDuration, m.finishDuration)
 	return m
 }
 
@@ -70,6 +74,11 @@ func (m *Metrics) Claimed(q string, n int, d time.Duration, err error) {
 func (m *Metrics) Finished(q string, o queue.Outcome, d time.Duration) {
 	m.attempts.WithLabelValues(q, string(o)).Inc()
 	m.attemptDuration.WithLabelValues(q).Observe(d.Seconds())
+}
+
+// Recorded implements workers.Observer.
+func (m *Metrics) Recorded(_ int, d time.Duration, _ error) {
+	m.finishDuration.Observe(d.Seconds())
 }
 
 // newMetricsHandler adds the scrape-time gauges to d.Metrics (a new Metrics

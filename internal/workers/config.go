@@ -124,12 +124,17 @@ type Observer interface {
 	Claimed(q string, n int, d time.Duration, err error)
 	// Finished: an attempt on queue q ended with outcome o after running for d.
 	Finished(q string, o queue.Outcome, d time.Duration)
+	// Recorded: one write of the finisher, recording n ended attempts, took
+	// d, retries included (err set when it gave up). A finish that waits on
+	// another node's lock shows here, whatever the machine's load.
+	Recorded(n int, d time.Duration, err error)
 }
 
 type nopObserver struct{}
 
 func (nopObserver) Claimed(string, int, time.Duration, error)     {}
 func (nopObserver) Finished(string, queue.Outcome, time.Duration) {}
+func (nopObserver) Recorded(int, time.Duration, error)            {}
 
 // heartbeatEvery is a quarter of the lease: the beats sent at a quarter and at
 // half the lease may both fail before the fence stops the node's bodies at

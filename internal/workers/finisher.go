@@ -26,6 +26,7 @@ type finisher struct {
 	oneWriter bool // the store writes one transaction at a time (SQLite)
 	batchMax  int  // the most attempts one write carries: the store's FinishBatch, or defaultFinishBatch
 	lease     time.Duration
+	observer  Observer
 	log       *slog.Logger
 	in        chan finishRequest
 	stats     *DrainStats // nil: not counted
@@ -56,11 +57,11 @@ const (
 	finishGather = 5 * time.Millisecond
 )
 
-func newFinisher(store Store, lease time.Duration, log *slog.Logger) *finisher {
+func newFinisher(store Store, lease time.Duration, observer Observer, log *slog.Logger) *finisher {
 	caps := store.Capabilities()
 	batchMax := cmp.Or(caps.FinishBatch, defaultFinishBatch)
-	return &finisher{store: store, oneWriter: !caps.ConcurrentWriters, batchMax: batchMax, lease: lease, log: log,
-		in: make(chan finishRequest, batchMax)}
+	return &finisher{store: store, oneWriter: !caps.ConcurrentWriters, batchMax: batchMax, lease: lease, observer: observer,
+		log: log, in: make(chan finishRequest, batchMax)}
 }
 
 // maxEnding is how many of a pool's ended tasks may await their record before
@@ -192,7 +193,8 @@ func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []
 	for i, r := range reqs {
 		attempts[i] = r.a
 	}
-	deadline := time.Now().Add(f.lease)
+	began := time.Now()
+	deadline := began.Add(f.lease)
 	waited := false
 	for wait := 100 * time.Millisecond; ; {
 		ctx, cancel := context.WithTimeout(context.Background(), f.lease/3)
@@ -200,6 +202,7 @@ func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []
 		cancel()
 		switch {
 		case err == nil:
+			f.observer.Recorded(len(reqs), time.Since(began), nil)
 			for _, r := range res {
 				logEnd(f.log, r, r.Err)
 			}
@@ -214,6 +217,7 @@ func (f *finisher) writeSome(reqs []finishRequest, call func(context.Context, []
 		case queue.IsValidation(err) || time.Now().Add(wait).After(deadline):
 			f.log.Error("could not record finished attempts; their leases will expire and the tasks run again",
 				"count", len(reqs), "err", err)
+			f.observer.Recorded(len(reqs), time.Since(began), err)
 			for _, r := range reqs {
 				logEnd(f.log, queue.FinishResult{TaskID: r.a.TaskID}, err)
 			}

@@ -57,7 +57,7 @@ func TestFinisherWritesBatchesAsLargeAsTheStoreTakes(t *testing.T) {
 		}
 
 		store, calls := CountCalls(e.store)
-		f := newFinisher(store, time.Minute, testLogger(t))
+		f := newFinisher(store, time.Minute, nopObserver{}, testLogger(t))
 		require.Equal(t, batchMax, f.batchMax)
 		to := &writtenLeases{done: make(chan struct{}), want: n}
 		now := time.Now()

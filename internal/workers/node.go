@@ -44,7 +44,7 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	}
 	log := cfg.Logger.With("node", cfg.NodeID)
 	storeTimeout := cfg.heartbeatEvery()
-	fin := newFinisher(store, cfg.Lease, log)
+	fin := newFinisher(store, cfg.Lease, cfg.Observer, log)
 	fin.stats = cfg.Stats
 	set := cfg.Targets
 	if set == nil {

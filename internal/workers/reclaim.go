@@ -9,8 +9,17 @@ import (
 	"readpast/internal/target"
 )
 
-// reclaimBatch bounds the expired leases one reclaim takes back.
-const reclaimBatch = 100
+const (
+	// reclaimBatch bounds the expired leases one call of the store takes back.
+	reclaimBatch = 100
+	// reclaimRounds bounds the calls of one reclaim: while a call takes back
+	// a full batch, more leases may have expired, and the next call follows
+	// at once. A node that froze or was cut off holds, besides its running
+	// bodies, the tasks it claimed ahead (pool.free: up to 32 a slot): a
+	// batch a round every third of the lease handed hundreds of them back
+	// over several rounds, while the other nodes' queue could run dry.
+	reclaimRounds = 20
+)
 
 // reclaimer takes back the tasks whose lease ran out on any node (asynq's
 // recoverer.go): every min(lease/3, 10 s) by default, each such attempt is
@@ -40,22 +49,32 @@ func (r *reclaimer) Start(ctx context.Context) {
 	r.start(ctx, func(ctx context.Context) { every(ctx, r.interval, false, r.reclaim) })
 }
 
+// reclaim takes back every expired lease, a batch a call, up to reclaimRounds
+// calls; the pools are woken after each call that took some back, so they
+// claim those tasks while the next batch is read.
 func (r *reclaimer) reclaim(ctx context.Context) {
 	if r.ender != nil {
 		ctx = queue.WithLostSessionEnder(ctx, r.endSessions)
 	}
-	res, err := r.store.ReclaimExpired(ctx, reclaimBatch)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("reclaiming expired leases", "err", err)
+	for range reclaimRounds {
+		res, err := r.store.ReclaimExpired(ctx, reclaimBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("reclaiming expired leases", "err", err)
+			}
+			return
 		}
-		return
-	}
-	for _, t := range res {
-		r.log.Info("reclaimed a task whose lease expired", "task", t.TaskID, "state", t.State)
-	}
-	if len(res) > 0 {
-		r.wake()
+		for _, t := range res {
+			r.log.Info("reclaimed a task whose lease expired", "task", t.TaskID, "state", t.State)
+		}
+		if len(res) > 0 {
+			r.wake()
+		}
+		// A short batch: none left, or the rest are being finished or were
+		// renewed (the store skips those), which the next tick sees again.
+		if len(res) < reclaimBatch {
+			return
+		}
 	}
 }
 

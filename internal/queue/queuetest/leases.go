@@ -1,6 +1,7 @@
 package queuetest
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -8,9 +9,41 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
+	"readpast/internal/testenv"
 )
 
 var leaseTests = map[string]func(*testing.T, Harness){
+	// The reclaim hands each expired attempt to the node's ender
+	// (queue.WithLostSessionEnder) while its task is still running, so the
+	// attempt's body is stopped on the target before the task can be
+	// claimed again (docs/WORKERS.md, "Ending a lost attempt's session").
+	"reclaim_ends_lost_sessions_before_the_task_is_claimable": func(t *testing.T, h Harness) {
+		if h.Dialect == testenv.SQLite {
+			t.Skip("SQLite's store has no sessions to end and does not call the ender (queue.WithLostSessionEnder)")
+		}
+		b := setup(t, h)
+		id := b.enqueue(t, queue.NewTask{Body: "SELECT 1"})[0]
+		got, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: queue.DefaultQueue, Owner: "frozen-node/w1", Limit: 1, LeaseDuration: 200 * time.Millisecond})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.NoError(t, b.s.SetSession(b.ctx, got[0].Lease(), "57"))
+		time.Sleep(500 * time.Millisecond)
+		var handed []queue.Attempt
+		var stateMeanwhile queue.State
+		ctx := queue.WithLostSessionEnder(b.ctx, func(ctx context.Context, lost []queue.Attempt) {
+			handed = append(handed, lost...)
+			stateMeanwhile = b.get(t, id).State
+		})
+		res, err := b.s.ReclaimExpired(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, res, 1)
+		require.Len(t, handed, 1, "the expired attempt went to the ender")
+		require.Equal(t, got[0].Lease(), handed[0].Lease, "with its lease, which names its session (queue.AttemptSessionName)")
+		require.Equal(t, "57", handed[0].SessionID)
+		require.Equal(t, "frozen-node", handed[0].Node)
+		require.Equal(t, queue.StateRunning, stateMeanwhile, "the task could not be claimed while its session was being ended")
+		require.Equal(t, queue.StatePending, b.get(t, id).State)
+	},
 	"expired_lease_is_reclaimed_and_old_holder_fenced": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		id := b.enqueue(t, queue.NewTask{Body: "SELECT 1"})[0]

@@ -74,6 +74,10 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 	if err != nil {
 		return nil, wrap("listing expired leases", err)
 	}
+	// A lost attempt's body may still run on the target (its node frozen or
+	// cut off): the node's ender stops it now, while the task cannot be
+	// claimed yet, so it never runs beside the next attempt.
+	queue.EndLostSessions(ctx, lost)
 	var out []queue.FinishResult
 	for _, a := range lost {
 		res, err := s.finishOne(ctx, a, modeReclaim)
