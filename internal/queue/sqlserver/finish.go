@@ -106,9 +106,10 @@ const finishSessions = 8
 
 // finishAll ends the attempts, each in its own transaction, on up to
 // finishSessions sessions at once; the results are in the attempts' order.
-// On a store error it stops taking more and returns the results of the
-// attempts before the first that failed (later ones may have been recorded
-// too: a call made again finds their leases gone, and changes nothing).
+// On a store error it stops taking more and returns the first error with the
+// results of every attempt that was recorded, in order: a caller counts what
+// ended from them (workers.CountCalls), and the attempts it makes again
+// after the error would find those leases gone and report them lost.
 func (s *Store) finishAll(ctx context.Context, attempts []queue.Attempt, mode finishMode) ([]queue.FinishResult, error) {
 	out := make([]queue.FinishResult, len(attempts))
 	errs := make([]error, len(attempts))
@@ -133,10 +134,18 @@ func (s *Store) finishAll(ctx context.Context, attempts []queue.Attempt, mode fi
 		}()
 	}
 	wg.Wait()
+	var first error
+	recorded := out[:0]
 	for i, err := range errs {
-		if err != nil {
-			return out[:i], err
+		switch {
+		case err != nil && first == nil:
+			first = err
+		case err == nil && out[i].TaskID != 0: // an attempt not taken after the error has no result
+			recorded = append(recorded, out[i])
 		}
+	}
+	if first != nil {
+		return recorded, first
 	}
 	return out, nil
 }
