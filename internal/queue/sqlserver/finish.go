@@ -104,8 +104,18 @@ func limitArgs(limit int) []any { return []any{sql.Named("limit", limit)} }
 // server's cores and half the stripes.
 const finishSessions = 8
 
+// finishWidth is how many sessions a call of n attempts ends them on: up to
+// finishSessions, and at most one more than the pool holds idle now, so a
+// pool grows by one session a call instead of opening several at once. Each
+// new session is a login on SQL Server (docs/SQLSERVER.md, "Logins"), and on
+// Babelfish it compiles the finish batch afresh, which under load took
+// seconds each: eight at once on a fresh pool ran past the write timeout.
+func (s *Store) finishWidth(n int) int {
+	return max(1, min(finishSessions, n, s.db.Stats().Idle+1))
+}
+
 // finishAll ends the attempts, each in its own transaction, on up to
-// finishSessions sessions at once; the results are in the attempts' order.
+// finishWidth sessions at once; the results are in the attempts' order.
 // On a store error it stops taking more and returns the first error with the
 // results of every attempt that was recorded, in order: a caller counts what
 // ended from them (workers.CountCalls), and the attempts it makes again
@@ -118,7 +128,7 @@ func (s *Store) finishAll(ctx context.Context, attempts []queue.Attempt, mode fi
 		failed atomic.Bool
 		wg     sync.WaitGroup
 	)
-	for range min(finishSessions, len(attempts)) {
+	for range s.finishWidth(len(attempts)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
