@@ -107,7 +107,7 @@ const finishSessions = 8
 // finishWidth is how many sessions a call of n attempts ends them on: up to
 // finishSessions, and at most one more than the pool holds idle now, so a
 // pool grows by one session a call instead of opening several at once. Each
-// new session is a login on SQL Server (docs/SQLSERVER.md, "Logins"), and on
+// new session is a login on SQL Server (pool.go), and on
 // Babelfish it compiles the finish batch afresh, which under load took
 // seconds each: eight at once on a fresh pool ran past the write timeout.
 func (s *Store) finishWidth(n int) int {
