@@ -26,6 +26,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		6: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_alert_events', N'U') IS NULL THEN 0 ELSE 1 END;",
 		7: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_bulk_ops', N'U') IS NULL THEN 0 ELSE 1 END;",
 		8: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_groups', N'has_free') IS NULL THEN 0 ELSE 1 END;",
+		9: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_counts', N'stripe') IS NULL THEN 0 ELSE 1 END;",
 	},
 	dialect.Postgres: {
 		1: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
@@ -36,6 +37,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		6: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_alert_events'",
 		7: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_bulk_ops'",
 		8: "SELECT 1", // the file changes nothing on PostgreSQL
+		9: "SELECT 1", // nor this one
 	},
 	dialect.SQLite: {
 		1: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_tasks'",
@@ -46,6 +48,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		6: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_alert_events'",
 		7: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_bulk_ops'",
 		8: "SELECT 1", // the file changes nothing on SQLite
+		9: "SELECT 1", // nor this one
 	},
 }
 

@@ -175,7 +175,7 @@ SELECT id, 1, queue, N'bench', N'bench-w1', started_at, finished_at, 1000, state
   FROM dbo.readpast_tasks WHERE id > {after};
 MERGE dbo.readpast_counts AS c
 USING (SELECT queue, state, COUNT_BIG(*) AS n FROM dbo.readpast_tasks WHERE id > {after} GROUP BY queue, state) AS x
-   ON c.queue = x.queue AND c.state = x.state
+   ON c.queue = x.queue AND c.state = x.state AND c.stripe = 0
  WHEN MATCHED THEN UPDATE SET n = c.n + x.n
  WHEN NOT MATCHED THEN INSERT (queue, state, n) VALUES (x.queue, x.state, x.n);
 MERGE dbo.readpast_throughput AS tp
@@ -187,7 +187,7 @@ USING (SELECT s.span, CASE s.span WHEN 'minute' THEN DATEADD(minute, DATEDIFF(mi
         WHERE a.task_id > {after} AND a.finished_at >= DATEADD(day, -s.days, SYSUTCDATETIME())
         GROUP BY s.span, CASE s.span WHEN 'minute' THEN DATEADD(minute, DATEDIFF(minute, 0, a.finished_at), 0)
                                      ELSE DATEADD(hour, DATEDIFF(hour, 0, a.finished_at), 0) END, a.queue, a.outcome) AS x
-   ON tp.span = x.span AND tp.bucket = x.bucket AND tp.queue = x.queue AND tp.outcome = x.outcome
+   ON tp.span = x.span AND tp.bucket = x.bucket AND tp.queue = x.queue AND tp.outcome = x.outcome AND tp.stripe = 0
  WHEN MATCHED THEN UPDATE SET n = tp.n + x.n, busy_ms = tp.busy_ms + x.busy_ms
  WHEN NOT MATCHED THEN INSERT (span, bucket, queue, outcome, n, busy_ms) VALUES (x.span, x.bucket, x.queue, x.outcome, x.n, x.busy_ms);`,
 }

@@ -223,7 +223,7 @@ func bookkeepingAgrees(ctx context.Context, e *env) (string, error) {
 		return fmt.Sprintf("%d groups count another number of running tasks than run", wrong), nil
 	}
 	rows, err := e.sc.db.QueryContext(ctx, `SELECT k.queue, k.state, k.n, COALESCE(t.n, 0)
-		FROM readpast_counts k
+		FROM (SELECT queue, state, SUM(n) AS n FROM readpast_counts GROUP BY queue, state) k -- SQL Server's stripes summed
 		LEFT JOIN (SELECT queue, state, COUNT(*) AS n FROM readpast_tasks
 		            WHERE state IN ('succeeded', 'failed', 'cancelled') GROUP BY queue, state) t
 		  ON t.queue = k.queue AND t.state = k.state

@@ -18,7 +18,8 @@
 //  3. readpast_tasks rows, by primary key: the task itself, then the tasks of
 //     its chain (read through the chain index, changed by primary key)
 //  4. readpast_groups rows (finish decrements)
-//  5. readpast_counts and readpast_throughput rows (the rollups)
+//  5. readpast_counts and readpast_throughput rows (the rollups), of one
+//     stripe: a finish's task's, a batch's session's (sql_rollups.go)
 //  6. inserts into readpast_attempts and readpast_audit (new keys: nobody waits)
 //  7. the run row of a job step's task, then the next step's new task
 //     (sql_jobs_step.go)
@@ -67,7 +68,9 @@
 //     serialise the transactions that must count or recompute under them.
 //   - UPDLOCK, SERIALIZABLE on the rollup upserts only: a missing rollup key is
 //     range-locked so two finishers cannot both insert it; claimers never touch
-//     those tables.
+//     those tables. The rows are striped (16 a key, summed by every reader), so
+//     the finishes of one queue hold different rows to their commits instead
+//     of each waiting for the one before (sql_rollups.go, "Stripes").
 //   - FORCESEEK where a join against a table variable drives a read or update
 //     of a shared table, so the plan cannot scan (and lock) rows it does not use.
 //   - ROWLOCK on writes to readpast_tasks, and the table's lock escalation is

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"readpast/internal/queue"
@@ -23,8 +25,9 @@ const (
 
 // Finish records attempts that ended, each in its own short transaction (one
 // round trip each) so that no transaction holds more than one chain row and one
-// group row. A result's Err is queue.ErrLeaseLost when that lease was not
-// current; that attempt changed nothing.
+// group row, several at once (finishAll). A result's Err is
+// queue.ErrLeaseLost when that lease was not current; that attempt changed
+// nothing.
 func (s *Store) Finish(ctx context.Context, attempts []queue.Attempt) ([]queue.FinishResult, error) {
 	return s.finishAll(ctx, attempts, modeFinish)
 }
@@ -94,16 +97,69 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]queue.FinishRe
 // limitArgs binds a single @limit parameter.
 func limitArgs(limit int) []any { return []any{sql.Named("limit", limit)} }
 
-// finishAll ends the attempts one by one. On a store error it returns the
-// results of the attempts already recorded.
+// finishSessions is how many sessions one Finish or Release call ends its
+// attempts on at once. Each attempt ends in a transaction of its own, and a
+// transaction's commit waits for its log flush; ended one after another, a
+// node's finishes were bounded by one round trip and one flush each, however
+// many workers it ran. On several sessions the flushes overlap (SQL Server
+// writes the log blocks of concurrent commits together), and the rollup rows
+// they add to are the stripes of their tasks (sql_rollups.go, "Stripes"),
+// which consecutive tasks do not share. Eight is a few more than a small
+// server's cores and half the stripes.
+const finishSessions = 8
+
+// finishWidth is how many sessions a call of n attempts ends them on: up to
+// finishSessions, and at most one more than the pool holds idle now, so a
+// pool grows by one session a call instead of opening several at once. Each
+// new session is a login on SQL Server (pool.go), and on
+// Babelfish it compiles the finish batch afresh, which under load took
+// seconds each: eight at once on a fresh pool ran past the write timeout.
+func (s *Store) finishWidth(n int) int {
+	return max(1, min(finishSessions, n, s.db.Stats().Idle+1))
+}
+
+// finishAll ends the attempts, each in its own transaction, on up to
+// finishWidth sessions at once; the results are in the attempts' order.
+// On a store error it stops taking more and returns the first error with the
+// results of every attempt that was recorded, in order: a caller counts what
+// ended from them (workers.CountCalls), and the attempts it makes again
+// after the error would find those leases gone and report them lost.
 func (s *Store) finishAll(ctx context.Context, attempts []queue.Attempt, mode finishMode) ([]queue.FinishResult, error) {
-	out := make([]queue.FinishResult, 0, len(attempts))
-	for _, a := range attempts {
-		res, err := s.finishOne(ctx, a, mode)
-		if err != nil {
-			return out, err
+	out := make([]queue.FinishResult, len(attempts))
+	errs := make([]error, len(attempts))
+	var (
+		next   atomic.Int64
+		failed atomic.Bool
+		wg     sync.WaitGroup
+	)
+	for range s.finishWidth(len(attempts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(attempts) {
+					return
+				}
+				if out[i], errs[i] = s.finishOne(ctx, attempts[i], mode); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var first error
+	recorded := out[:0]
+	for i, err := range errs {
+		switch {
+		case err != nil && first == nil:
+			first = err
+		case err == nil && out[i].TaskID != 0: // an attempt not taken after the error has no result
+			recorded = append(recorded, out[i])
 		}
-		out = append(out, res)
+	}
+	if first != nil {
+		return recorded, first
 	}
 	return out, nil
 }

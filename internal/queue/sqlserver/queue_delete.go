@@ -28,7 +28,8 @@ IF NOT EXISTS (SELECT 1 FROM dbo.readpast_queues AS q WITH (UPDLOCK, HOLDLOCK) W
 ELSE IF EXISTS (SELECT 1 FROM dbo.readpast_tasks AS t WITH (HOLDLOCK)
                 WHERE t.queue = @name AND t.state IN ('pending', 'running'))
     SET @result = 2;
-ELSE IF EXISTS (SELECT 1 FROM dbo.readpast_counts AS c WHERE c.queue = @name AND c.n <> 0)
+ELSE IF EXISTS (SELECT 1 FROM dbo.readpast_counts AS c WHERE c.queue = @name -- a state's stripes summed
+                GROUP BY c.state HAVING SUM(c.n) <> 0)
     SET @result = 3;
 ELSE
 BEGIN

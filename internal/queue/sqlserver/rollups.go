@@ -8,15 +8,19 @@ import (
 	"readpast/internal/queue"
 )
 
-// throughputQuery reads the buckets of one span from @since's bucket on.
+// throughputQuery reads the buckets of one span from @since's bucket on, each
+// (bucket, queue, outcome) the sum of its stripes (sql_rollups.go,
+// "Stripes"): at most 16 rows a point, read in primary key order, so the
+// aggregate streams.
 var throughputQuery = query{
 	name: "throughput",
 	text: readCommitted + `SET NOCOUNT ON;
-SELECT r.bucket, r.queue, r.outcome, r.n, r.busy_ms
+SELECT r.bucket, r.queue, r.outcome, SUM(r.n), SUM(r.busy_ms)
 FROM dbo.readpast_throughput AS r
 WHERE r.span = @span
   AND r.bucket >= CASE @span WHEN 'minute' THEN DATEADD(minute, DATEDIFF(minute, 0, @since), 0)
                              ELSE DATEADD(hour, DATEDIFF(hour, 0, @since), 0) END
+GROUP BY r.bucket, r.queue, r.outcome
 ORDER BY r.bucket, r.queue, r.outcome;
 `,
 	params: []string{"span", "since"},

@@ -46,6 +46,10 @@ DECLARE @start_at datetime2(6);
 DECLARE @fin_at datetime2(6);
 DECLARE @busy_ms bigint;
 ` + chainDeclarations + rollupDeclarations + stepDeclarations + `
+-- The rollup stripe of this attempt: its task's (sql_rollups.go, "Stripes"),
+-- the one throughputBuckets made rows in before the transaction.
+SET @stripe = ` + taskStripe + `;
+
 -- Lock order 2: the chain row.
 ` + lockChain + `
 -- Lock order 3: the task, fenced by its lease token, read under the lock
@@ -162,7 +166,14 @@ BEGIN
     SET @start_at = CAST(COALESCE(CASE WHEN @reclaim = 1 THEN @held_since END, @started, @fin_at) AS datetime2(6));
     SET @busy_ms = CASE WHEN @fin_at > @start_at THEN DATEDIFF_BIG(millisecond, @start_at, @fin_at) ELSE 0 END;
 
-    -- Lock order 5: the rollup rows.
+    -- Lock order 5: the rollup rows, of this task's stripe only: the counts
+    -- row, then the minute and the hour rows, WITH (UPDLOCK, SERIALIZABLE)
+    -- (sql_rollups.go). Held to the COMMIT, through the log insert and the
+    -- log flush; another finish of the queue takes these same rows only when
+    -- its task id has the same stripe, so one queue's finishes no longer
+    -- commit one at a time (Microsoft, "Transaction locking and row
+    -- versioning guide": an update lock, then the exclusive lock of the
+    -- update, is held until the transaction ends).
 ` + countRollup + throughputRollup + `
     -- The execution-log row, in the same transaction as the state change.
     INSERT INTO dbo.readpast_attempts

@@ -101,7 +101,8 @@ OPTION (RECOMPILE);
 // through the (state, id) and (queue, state, id) indexes, which reach only
 // pending and running rows: the count grows with the work waiting, never
 // with history. Finished tasks come from the readpast_counts rollup, kept by
-// the transactions that finish, cancel, retry and purge them.
+// the transactions that finish, cancel, retry and purge them: the sum of a
+// (queue, state)'s stripes, at most 16 rows (sql_rollups.go, "Stripes").
 var queuesQuery = query{
 	name: "queues",
 	text: readCommitted + `WITH counts AS (
@@ -111,10 +112,11 @@ var queuesQuery = query{
       AND (@name IS NULL OR t.queue = @name)
     GROUP BY t.queue, t.state
     UNION ALL
-    SELECT c.queue, c.state, c.n
+    SELECT c.queue, c.state, SUM(c.n)
     FROM dbo.readpast_counts AS c
-    WHERE c.n <> 0
-      AND (@name IS NULL OR c.queue = @name)
+    WHERE @name IS NULL OR c.queue = @name
+    GROUP BY c.queue, c.state
+    HAVING SUM(c.n) <> 0
 ), names AS (
     SELECT q.name
     FROM dbo.readpast_queues AS q

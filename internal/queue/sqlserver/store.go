@@ -63,9 +63,10 @@ func (s *Store) Dialect() dialect.Dialect { return dialect.SQLServer }
 // Capabilities implements queue.Store: claimers read past each other's locked
 // rows (READPAST); there is no push of enqueues to other nodes, which poll.
 func (s *Store) Capabilities() queue.Capabilities {
-	// FinishBatch: each attempt ends in its own transaction (finishAll), so
-	// a batch saves nothing, and one call of 50 stays well inside the node's
-	// store timeout even where a finish takes 100 ms (Babelfish under load).
+	// FinishBatch: each attempt ends in its own transaction, a few sessions
+	// at once (finishAll), so a bigger batch saves nothing, and one call of
+	// 50 stays well inside the node's store timeout even where a finish takes
+	// 100 ms (Babelfish under load).
 	return queue.Capabilities{ConcurrentWriters: true, FinishBatch: 50}
 }
 
