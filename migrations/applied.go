@@ -46,6 +46,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		6: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_alert_events'",
 		7: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_bulk_ops'",
 		8: "SELECT 1", // the file changes nothing on SQLite
+		10: "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'readpast_tasks_ready_target'",
 	},
 }
 
