@@ -74,6 +74,8 @@ var targetBacklogTests = map[string]func(*testing.T, Harness){
 			queue.NewTask{Body: "x2g", Queue: "ta", Priority: intp(2), Target: "x", Group: "h"},
 			queue.NewTask{Body: "y2g", Queue: "ta", Priority: intp(2), Target: "y", Group: "h"},
 			queue.NewTask{Body: "y4", Queue: "ta", Priority: intp(4), Target: "y"})
+		_, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: "ta", Owner: "n/ta", Limit: 10, LeaseDuration: time.Minute, Targets: []string{"x", "x"}})
+		require.ErrorAs(t, err, new(*queue.ValidationError), "a claim names each target once")
 		got, err := b.s.Claim(b.ctx, queue.ClaimParams{Queue: "ta", Owner: "n/ta", Limit: 10, LeaseDuration: time.Minute})
 		require.NoError(t, err)
 		require.Equal(t, []int64{id[1], id[3], id[2], id[5], id[0]}, ids(got),
