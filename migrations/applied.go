@@ -18,14 +18,15 @@ import (
 // its check here on every dialect (TestEveryMigrationHasAnAppliedCheck).
 var appliedChecks = map[dialect.Dialect]map[uint]string{
 	dialect.SQLServer: {
-		1: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_tasks', N'U') IS NULL THEN 0 ELSE 1 END;",
-		2: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'committed_token') IS NULL THEN 0 ELSE 1 END;",
-		3: "SELECT 1;", // the file changes nothing on SQL Server
-		4: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'target') IS NULL THEN 0 ELSE 1 END;",
-		5: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_jobs', N'U') IS NULL THEN 0 ELSE 1 END;",
-		6: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_alert_events', N'U') IS NULL THEN 0 ELSE 1 END;",
-		7: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_bulk_ops', N'U') IS NULL THEN 0 ELSE 1 END;",
-		8: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_groups', N'has_free') IS NULL THEN 0 ELSE 1 END;",
+		1:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_tasks', N'U') IS NULL THEN 0 ELSE 1 END;",
+		2:  "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'committed_token') IS NULL THEN 0 ELSE 1 END;",
+		3:  "SELECT 1;", // the file changes nothing on SQL Server
+		4:  "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'target') IS NULL THEN 0 ELSE 1 END;",
+		5:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_jobs', N'U') IS NULL THEN 0 ELSE 1 END;",
+		6:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_alert_events', N'U') IS NULL THEN 0 ELSE 1 END;",
+		7:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_bulk_ops', N'U') IS NULL THEN 0 ELSE 1 END;",
+		8:  "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_groups', N'has_free') IS NULL THEN 0 ELSE 1 END;",
+		10: "SELECT CASE WHEN EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.readpast_tasks') AND name = N'readpast_tasks_ready_target') THEN 1 ELSE 0 END;",
 	},
 	dialect.Postgres: {
 		1:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
