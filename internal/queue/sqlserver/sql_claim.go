@@ -231,7 +231,9 @@ IF NOT EXISTS (SELECT 1 FROM @tg)
 -- the free groups drive: first the groups with a free slot
 -- (readpast_groups_free holds only those rows; a full group is not in it),
 -- then, for each of them and each target, one seek in the grouped index for
--- a ready task of the queue. Locking nothing (READPAST with READCOMMITTEDLOCK: a locking read
+-- a ready task of the queue (TOP (1) in an APPLY: a probe per outer row,
+-- which PostgreSQL under Babelfish also plans as one, where it planned an
+-- EXISTS as a semi join over the queue's whole range). Locking nothing (READPAST with READCOMMITTEDLOCK: a locking read
 -- that skips what others hold and keeps no lock; a group row another claimer
 -- or a finisher holds is not admitted this time). So full groups cost a claim
 -- nothing, whatever their number and backlog; the cost grows with the groups
@@ -240,15 +242,16 @@ IF NOT EXISTS (SELECT 1 FROM @tg)
 IF @n > 0 AND EXISTS (
     SELECT 1
     FROM @tg AS x
-    WHERE EXISTS (
-        SELECT 1
+    CROSS APPLY (
+        SELECT TOP (1) t.id
         FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped_target))
         WHERE t.queue = @queue
           AND t.target = x.name
           AND t.state = 'pending'
           AND t.chain_wait = 0
           AND t.delayed = 0
-          AND t.group_name IS NOT NULL))
+          AND t.group_name IS NOT NULL
+    ) AS a)
 BEGIN
     INSERT INTO @open (name, free)
     SELECT g.name, g.max_running - g.running
@@ -262,15 +265,16 @@ BEGIN
         SELECT o.name, x.name, o.free
         FROM @open AS o
         CROSS JOIN @tg AS x
-        WHERE EXISTS (
-            SELECT 1
+        CROSS APPLY (
+            SELECT TOP (1) t.id
             FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped_target))
             WHERE t.queue = @queue
               AND t.target = x.name
               AND t.group_name = o.name
               AND t.state = 'pending'
               AND t.chain_wait = 0
-              AND t.delayed = 0);
+              AND t.delayed = 0
+        ) AS a;
     END;
 END;
 
