@@ -37,7 +37,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, ou
 	rate := fs.Float64("latency-rate", 20, "latency: tasks per second")
 	depths := fs.String("depths", "1000,100000,1000000", "depth: pending depths to measure claims at")
 	idleFor := fs.Duration("idle-for", 10*time.Second, "idle: how long to watch an idle node")
-	backlogN := fs.Int("backlog", 1000000, "backlog: tasks of a full group, and tasks delayed, ahead of the ready ones")
+	backlogN := fs.Int("backlog", 1000000, "backlog: tasks of a full group, tasks delayed, and ready tasks of a target the claims do not name, ahead of the ready ones")
 	purgeN := fs.Int("purge", 1000000, "purge: finished tasks to purge while claiming")
 	historySizes := fs.String("history", "1000,1000000", "history: finished tasks to measure the dashboard at (10M: 10000000; SQLite builds it in tens of minutes)")
 	historyRequests := fs.Int("history-requests", 100, "history: timed requests of each kind per size")

@@ -69,8 +69,9 @@ func TestBenchRunsEveryPart(t *testing.T) {
 			require.Positive(t, r.Latency.StartP50)
 			require.LessOrEqual(t, r.Latency.StartP50, r.Latency.FinishP50)
 			require.Len(t, r.Depth, 3, "each depth, and the first again with history")
-			require.Len(t, r.Backlog, 4, "no backlog, a full group, delayed, both")
+			require.Len(t, r.Backlog, 5, "no backlog, a full group, delayed, both, another target")
 			require.Equal(t, 600, r.Backlog[3].Blocked)
+			require.Equal(t, 300, r.Backlog[4].Blocked, "the other target's ready tasks")
 			for _, b := range r.Backlog {
 				require.Positive(t, b.P50, b.Backlog)
 			}

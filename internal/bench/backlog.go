@@ -13,7 +13,7 @@ import (
 // claim with no backlog (SPEC §9: "a claim costs the same behind 1M blocked
 // or delayed tasks").
 type BacklogResult struct {
-	Backlog   string  `json:"backlog"` // none, full group, delayed, both
+	Backlog   string  `json:"backlog"` // none, full group, delayed, both, another target
 	Blocked   int     `json:"blocked"` // tasks that cannot run now, ahead in claim order
 	Ready     int     `json:"ready"`   // tasks that can, behind them
 	P50       float64 `json:"claim_p50_ms"`
@@ -27,17 +27,25 @@ const backlogReady = 1000
 // backlogs are the queues of the backlog part: each with backlogReady tasks
 // that can run, behind (in claim order) c.Backlog tasks of one full mutex
 // group at a more urgent priority, c.Backlog tasks delayed an hour at the most
-// urgent priority, both, or nothing.
+// urgent priority, both, nothing, or c.Backlog ready tasks at a more urgent
+// priority of a target the claiming node does not serve (docs/TARGETS.md,
+// "Flat behind another target's backlog"; the claims name the targets they
+// take, as a node's do).
 var backlogs = []struct {
-	name           string
-	queue          string
-	group, delayed bool
+	name                        string
+	queue                       string
+	group, delayed, otherTarget bool
 }{
-	{"none", "bench-backlog-none", false, false},
-	{"full group", "bench-backlog-group", true, false},
-	{"delayed", "bench-backlog-delayed", false, true},
-	{"both", "bench-backlog-both", true, true},
+	{"none", "bench-backlog-none", false, false, false},
+	{"full group", "bench-backlog-group", true, false, false},
+	{"delayed", "bench-backlog-delayed", false, true, false},
+	{"both", "bench-backlog-both", true, true, false},
+	{"another target", "bench-backlog-target", false, false, true},
 }
+
+// backlogElsewhere is the target of the other target's backlog, which the
+// claims of that queue do not name.
+const backlogElsewhere = "bench-elsewhere"
 
 // backlog builds (or finds, from an earlier run) each backlog queue and
 // measures claims on it. Between runs the queues stay paused, like the
@@ -48,7 +56,7 @@ func backlog(ctx context.Context, c Config) ([]BacklogResult, error) {
 		if err := pauseQueue(ctx, c.Store, b.queue, false); err != nil {
 			return out, err
 		}
-		r, err := measureBacklog(ctx, c, b.name, b.queue, b.group, b.delayed)
+		r, err := measureBacklog(ctx, c, b.name, b.queue, b.group, b.delayed, b.otherTarget)
 		if perr := pauseQueue(context.WithoutCancel(ctx), c.Store, b.queue, true); err == nil {
 			err = perr
 		}
@@ -63,7 +71,7 @@ func backlog(ctx context.Context, c Config) ([]BacklogResult, error) {
 	return out, nil
 }
 
-func measureBacklog(ctx context.Context, c Config, name, q string, group, delayed bool) (BacklogResult, error) {
+func measureBacklog(ctx context.Context, c Config, name, q string, group, delayed, otherTarget bool) (BacklogResult, error) {
 	r := BacklogResult{Backlog: name, Ready: backlogReady}
 	_, pending, err := queueCounts(ctx, c.Store, q)
 	if err != nil {
@@ -74,6 +82,9 @@ func measureBacklog(ctx context.Context, c Config, name, q string, group, delaye
 		want += c.Backlog
 	}
 	if delayed {
+		want += c.Backlog
+	}
+	if otherTarget {
 		want += c.Backlog
 	}
 	if int(pending) < want { // built by an earlier run otherwise
@@ -93,6 +104,11 @@ func measureBacklog(ctx context.Context, c Config, name, q string, group, delaye
 				return r, err
 			}
 		}
+		if otherTarget {
+			if _, err := enqueueBulk(ctx, c.Store, c.Backlog, queue.NewTask{Queue: q, Body: noop, Priority: ptr(1), Target: backlogElsewhere}); err != nil {
+				return r, err
+			}
+		}
 		if _, err := enqueueBulk(ctx, c.Store, backlogReady, queue.NewTask{Queue: q, Body: noop, Priority: ptr(5)}); err != nil {
 			return r, err
 		}
@@ -109,8 +125,12 @@ func measureBacklog(ctx context.Context, c Config, name, q string, group, delaye
 	if group {
 		r.Blocked-- // the task holding the group's slot is running, not blocked
 	}
-	took, err := claimAndRelease(ctx, c.Store, q, depthClaims, func(t *queue.Task) error {
-		if t.Group != "" || t.Priority != 5 {
+	var targets []string // any target's tasks
+	if otherTarget {
+		targets = []string{""} // a node that serves the tasks that name no target
+	}
+	took, err := claimAndReleaseOf(ctx, c.Store, q, targets, depthClaims, func(t *queue.Task) error {
+		if t.Group != "" || t.Priority != 5 || t.Target != "" {
 			return fmt.Errorf("the claim took a task of priority %d in group %q, not a ready one", t.Priority, t.Group)
 		}
 		return nil

@@ -105,10 +105,16 @@ func measureClaims(ctx context.Context, s queue.Store, pending, history int) (De
 // sorted. A released task is pending again at once, so the queue stays as
 // it was (finishing the tasks would drain n per measurement).
 func claimAndRelease(ctx context.Context, s queue.Store, q string, n int, check func(*queue.Task) error) ([]time.Duration, error) {
+	return claimAndReleaseOf(ctx, s, q, nil, n, check)
+}
+
+// claimAndReleaseOf is claimAndRelease of the tasks of targets only (nil:
+// any target's), as a node that serves them claims.
+func claimAndReleaseOf(ctx context.Context, s queue.Store, q string, targets []string, n int, check func(*queue.Task) error) ([]time.Duration, error) {
 	took := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		got, err := s.Claim(ctx, queue.ClaimParams{Queue: q, Owner: "bench/claims", Limit: 1, LeaseDuration: time.Minute})
+		got, err := s.Claim(ctx, queue.ClaimParams{Queue: q, Owner: "bench/claims", Limit: 1, LeaseDuration: time.Minute, Targets: targets})
 		took = append(took, time.Since(start))
 		if err != nil {
 			return nil, err

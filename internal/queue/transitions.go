@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -121,9 +122,13 @@ func CheckClaim(p ClaimParams) error {
 	if len(p.Targets) > MaxClaimLimit {
 		return &ValidationError{Field: "targets", Reason: fmt.Sprintf("names %d targets: a node serves at most %d", len(p.Targets), MaxClaimLimit)}
 	}
-	for _, t := range p.Targets {
+	for i, t := range p.Targets {
 		if err := CheckTargetName("targets", t); err != nil {
 			return err
+		}
+		// Stores read one range per target named: each once.
+		if slices.Contains(p.Targets[:i], t) {
+			return &ValidationError{Field: "targets", Reason: fmt.Sprintf("names target %q twice: name each target once", t)}
 		}
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 
 // TestClaimUsesThePartialIndexes checks SPEC §4.5 on PostgreSQL: with a long
 // history of finished tasks, the claim's plan reads the partial indexes of
-// ready tasks (readpast_tasks_ready, readpast_tasks_ready_grouped) and never
+// ready tasks (readpast_tasks_ready_target, readpast_tasks_ready_grouped_target) and never
 // scans the table, also once PL/pgSQL has switched to a generic plan, and is
 // never JIT-compiled. The plans come from auto_explain, which logs the
 // statements the function runs.
@@ -35,8 +35,8 @@ func TestClaimUsesThePartialIndexes(t *testing.T) {
 	// the plan path. More calls than the plan cache's five custom plans each, so
 	// the last ones run generic plans.
 	for _, path := range []struct{ marker, indexes string }{
-		{"LIMIT v_n FOR UPDATE OF t SKIP LOCKED", "readpast_tasks_ready "},
-		{"WITH RECURSIVE grp", "readpast_tasks_ready_grouped"},
+		{"LIMIT counts.k FOR UPDATE OF t SKIP LOCKED", "readpast_tasks_ready_target "},
+		{"WITH RECURSIVE grp", "readpast_tasks_ready_grouped_target"},
 	} {
 		if path.marker == "WITH RECURSIVE grp" {
 			grouped := make([]queue.NewTask, 20)

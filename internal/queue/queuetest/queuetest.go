@@ -63,6 +63,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"audit", auditTests},
 		{"manage", manageTests},
 		{"targets", targetTests},
+		{"target_backlog", targetBacklogTests},
 		{"jobs", jobTests},
 		{"job_schedules", jobScheduleTests},
 		{"retry_policy", retryPolicyTests},

@@ -28,8 +28,9 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Task, 
 
 // claimTx is Claim inside the caller's write transaction (docs/QUEUE.md,
 // "Claiming behind a backlog"): due delayed tasks of the queue become ready,
-// then the claim takes the first ready tasks in claim order from the
-// ungrouped stream and from the groups with free slots.
+// then the claim takes the first ready tasks in claim order of the targets
+// it serves (all for nil), from the ungrouped stream and from the groups with
+// free slots.
 func claimTx(ctx context.Context, tx *sql.Tx, now int64, p queue.ClaimParams) ([]*queue.Task, error) {
 	limit, err := queueRoom(tx, p.Queue, p.Limit)
 	if err != nil || limit == 0 {
@@ -38,7 +39,7 @@ func claimTx(ctx context.Context, tx *sql.Tx, now int64, p queue.ClaimParams) ([
 	if err := promoteDue(tx, p.Queue, now); err != nil {
 		return nil, err
 	}
-	picked, perGroup, err := pickCandidates(tx, p.Queue, limit, targetFilter(p.Targets))
+	picked, perGroup, err := pickCandidates(tx, p.Queue, limit, p.Targets)
 	if err != nil || len(picked) == 0 {
 		return nil, err
 	}
@@ -119,41 +120,65 @@ func (c candidate) before(d candidate) bool {
 }
 
 // pickCandidates chooses up to limit ready tasks of queue q in claim order,
-// reading only rows it may take: the first limit ungrouped tasks, and of each
-// group with ready tasks and free slots its first min(free, limit) tasks. The
-// groups are found by a skip scan of the grouped index (one probe per group),
-// so tasks of full groups are never read.
+// reading only rows it may take: of each target it serves, the first limit
+// ungrouped tasks, and of each group with ready tasks of those targets and
+// free slots, its first min(free, limit) tasks of each of them. The ready
+// indexes put the target after the queue, so each read is a range of one
+// target: ready tasks of other targets are never read (docs/TARGETS.md,
+// "Flat behind another target's backlog"). The groups are found by a skip
+// scan of the grouped index (one probe per group and target), so tasks of
+// full groups are never read either.
 //
 // Transactional tasks are admitted one at a time, cluster-wide, as if they
 // shared a group of limit 1: each holds SQLite's one writer for its whole body
 // (transactional.go), so a second one could only wait for it, claimed and
 // with its timeout running, while the first holds the writer.
-func pickCandidates(tx *sql.Tx, q string, limit int, only filter) ([]int64, map[string]int, error) {
+func pickCandidates(tx *sql.Tx, q string, limit int, targets []string) ([]int64, map[string]int, error) {
 	txFree, err := transactionalFree(tx)
 	if err != nil {
 		return nil, nil, err
 	}
-	cands, err := readyUngrouped(tx, q, 0, limit, only)
+	var cands []candidate
+	for _, transactional := range []int{0, 1} {
+		n := limit
+		if transactional == 1 {
+			if !txFree {
+				continue
+			}
+			n = 1
+		}
+		served := targets
+		if served == nil {
+			if served, err = readyTargets(tx, readyTargetsSQL, q, transactional); err != nil {
+				return nil, nil, err
+			}
+		}
+		for _, target := range served {
+			c, err := readyUngrouped(tx, q, transactional, target, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			cands = append(cands, c...)
+		}
+	}
+	served := targets
+	if served == nil {
+		if served, err = readyTargets(tx, readyGroupedTargetsSQL, q); err != nil {
+			return nil, nil, err
+		}
+	}
+	free, err := openGroups(tx, q, served)
 	if err != nil {
 		return nil, nil, err
 	}
-	if txFree {
-		tx1, err := readyUngrouped(tx, q, 1, 1, only)
-		if err != nil {
-			return nil, nil, err
+	for _, g := range free {
+		for _, target := range g.targets {
+			grouped, err := readyOfGroup(tx, q, target, g.name, min(g.slots, limit))
+			if err != nil {
+				return nil, nil, err
+			}
+			cands = append(cands, grouped...)
 		}
-		cands = append(cands, tx1...)
-	}
-	free, err := openGroups(tx, q)
-	if err != nil {
-		return nil, nil, err
-	}
-	for g, slots := range free {
-		grouped, err := readyOfGroup(tx, q, g, min(slots, limit), only)
-		if err != nil {
-			return nil, nil, err
-		}
-		cands = append(cands, grouped...)
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
 		if a.before(b) {
@@ -161,6 +186,10 @@ func pickCandidates(tx *sql.Tx, q string, limit int, only filter) ([]int64, map[
 		}
 		return 1
 	})
+	slots := map[string]int{}
+	for _, g := range free {
+		slots[g.name] = g.slots
+	}
 	perGroup := map[string]int{}
 	var picked []int64
 	for _, c := range cands {
@@ -174,7 +203,7 @@ func pickCandidates(tx *sql.Tx, q string, limit int, only filter) ([]int64, map[
 			txFree = false
 		}
 		if c.group != "" {
-			if perGroup[c.group] == free[c.group] {
+			if perGroup[c.group] == slots[c.group] {
 				continue
 			}
 			perGroup[c.group]++
@@ -184,49 +213,69 @@ func pickCandidates(tx *sql.Tx, q string, limit int, only filter) ([]int64, map[
 	return picked, perGroup, nil
 }
 
-// readyUngrouped reads the first n ready ungrouped tasks of q whose
-// transactional flag is tx.
-func readyUngrouped(tx *sql.Tx, q string, transactional, n int, only filter) ([]candidate, error) {
-	return scanCandidates(tx.Query(`SELECT id, priority, available_at, '', transactional
-		FROM readpast_tasks INDEXED BY readpast_tasks_ready
-		WHERE queue = ? AND transactional = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NULL`+only.sql+`
-		ORDER BY priority, available_at, id LIMIT ?`, only.around([]any{q, transactional}, n)...))
+// readyUngrouped reads the first n ready ungrouped tasks of q for target
+// whose transactional flag is transactional: one range of the index.
+func readyUngrouped(tx *sql.Tx, q string, transactional int, target string, n int) ([]candidate, error) {
+	return scanCandidates(tx.Query(readyUngroupedSQL, q, transactional, target, n))
 }
 
-// readyOfGroup reads the first n ready tasks of group g in q.
-func readyOfGroup(tx *sql.Tx, q, g string, n int, only filter) ([]candidate, error) {
-	return scanCandidates(tx.Query(`SELECT id, priority, available_at, group_name, transactional
-		FROM readpast_tasks INDEXED BY readpast_tasks_ready_grouped
-		WHERE queue = ? AND group_name = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0`+only.sql+`
-		ORDER BY priority, available_at, id LIMIT ?`, only.around([]any{q, g}, n)...))
+// The claim's reads of ready tasks, each one range of an index (named for
+// the test of their plans, claim_plan_test.go).
+const (
+	readyUngroupedSQL = `SELECT id, priority, available_at, '', transactional
+		FROM readpast_tasks INDEXED BY readpast_tasks_ready_target
+		WHERE queue = ? AND transactional = ? AND target = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NULL
+		ORDER BY priority, available_at, id LIMIT ?`
+	readyOfGroupSQL = `SELECT id, priority, available_at, group_name, transactional
+		FROM readpast_tasks INDEXED BY readpast_tasks_ready_grouped_target
+		WHERE queue = ? AND target = ? AND group_name = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0
+		ORDER BY priority, available_at, id LIMIT ?`
+	nextGroupSQL = `SELECT group_name FROM readpast_tasks INDEXED BY readpast_tasks_ready_grouped_target
+		WHERE queue = ? AND target = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NOT NULL AND group_name > ?
+		ORDER BY group_name LIMIT 1`
+)
+
+// readyOfGroup reads the first n ready tasks of group g in q for target: one
+// range of the index.
+func readyOfGroup(tx *sql.Tx, q, target, g string, n int) ([]candidate, error) {
+	return scanCandidates(tx.Query(readyOfGroupSQL, q, target, g, n))
 }
 
-// filter is the claim's residual predicate on the task's target: only the
-// targets a node serves (ClaimParams.Targets). It is read off the ready
-// index's rows, which it does not change (docs/TARGETS.md, "What a claim
-// costs"); an empty filter reads every target's tasks.
-type filter struct {
-	sql  string
-	args []any
-}
+// The targets with ready tasks in a queue, for a claim of any target
+// (ClaimParams.Targets nil): a skip scan of a ready index, one probe per
+// target, each reading the first entry after the last target found (%s: the
+// first probe has no bound). The arguments are the index's columns before
+// the target, then the last target found.
+const (
+	readyTargetsSQL = `SELECT target FROM readpast_tasks INDEXED BY readpast_tasks_ready_target
+		WHERE queue = ? AND transactional = ? %s AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NULL
+		ORDER BY target LIMIT 1`
+	readyGroupedTargetsSQL = `SELECT target FROM readpast_tasks INDEXED BY readpast_tasks_ready_grouped_target
+		WHERE queue = ? %s AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NOT NULL
+		ORDER BY target LIMIT 1`
+)
 
-func targetFilter(targets []string) filter {
-	if targets == nil {
-		return filter{}
+// readyTargets runs a skip scan of readyTargetsSQL or readyGroupedTargetsSQL.
+func readyTargets(tx *sql.Tx, query string, prefix ...any) ([]string, error) {
+	first, next := fmt.Sprintf(query, ""), fmt.Sprintf(query, "AND target > ?")
+	var out []string
+	for {
+		var row *sql.Row
+		if len(out) == 0 {
+			row = tx.QueryRow(first, prefix...)
+		} else {
+			row = tx.QueryRow(next, append(slices.Clone(prefix), out[len(out)-1])...)
+		}
+		var target string
+		err := row.Scan(&target)
+		if errors.Is(err, sql.ErrNoRows) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("finding the targets of ready tasks: %w", err)
+		}
+		out = append(out, target)
 	}
-	if len(targets) == 0 {
-		return filter{sql: " AND target IN (NULL)"} // matches nothing, and keeps the index usable
-	}
-	f := filter{sql: " AND target IN (" + placeholders(len(targets)) + ")"}
-	for _, t := range targets {
-		f.args = append(f.args, t)
-	}
-	return f
-}
-
-// around is the query's arguments: before, the filter's, then limit.
-func (f filter) around(before []any, limit int) []any {
-	return append(append(before, f.args...), limit)
 }
 
 func scanCandidates(rows *sql.Rows, err error) ([]candidate, error) {
@@ -245,31 +294,53 @@ func scanCandidates(rows *sql.Rows, err error) ([]candidate, error) {
 	return out, rows.Err()
 }
 
-// openGroups returns the groups with ready tasks in q and free slots, with
-// their free slots: a skip scan of the grouped index, one probe per group.
-func openGroups(tx *sql.Tx, q string) (map[string]int, error) {
-	free := map[string]int{}
-	last := ""
-	for {
-		var g string
-		err := tx.QueryRow(`SELECT group_name FROM readpast_tasks INDEXED BY readpast_tasks_ready_grouped
-			WHERE queue = ? AND state = 'pending' AND chain_wait = 0 AND delayed = 0 AND group_name IS NOT NULL AND group_name > ?
-			ORDER BY group_name LIMIT 1`, q, last).Scan(&g)
-		if errors.Is(err, sql.ErrNoRows) {
-			return free, nil
+// openGroup is a group with ready tasks of the claim's targets and free
+// slots: its free slots, and which of the targets have ready tasks in it.
+type openGroup struct {
+	name    string
+	slots   int
+	targets []string
+}
+
+// openGroups returns the groups with ready tasks in q of the given targets
+// and free slots, in name order: a skip scan of the grouped index per
+// target, one probe per group of that target.
+func openGroups(tx *sql.Tx, q string, targets []string) ([]openGroup, error) {
+	byName := map[string]*openGroup{}
+	var order []string
+	for _, target := range targets {
+		last := ""
+		for {
+			var g string
+			err := tx.QueryRow(nextGroupSQL, q, target, last).Scan(&g)
+			if errors.Is(err, sql.ErrNoRows) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("finding groups with ready tasks: %w", err)
+			}
+			last = g
+			og, seen := byName[g]
+			if !seen {
+				slots, err := groupFree(tx, g)
+				if err != nil {
+					return nil, err
+				}
+				og = &openGroup{name: g, slots: slots}
+				byName[g] = og
+				order = append(order, g)
+			}
+			og.targets = append(og.targets, target)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("finding groups with ready tasks: %w", err)
-		}
-		slots, err := groupFree(tx, g)
-		if err != nil {
-			return nil, err
-		}
-		if slots > 0 {
-			free[g] = slots
-		}
-		last = g
 	}
+	slices.Sort(order)
+	var out []openGroup
+	for _, g := range order {
+		if og := byName[g]; og.slots > 0 {
+			out = append(out, *og)
+		}
+	}
+	return out, nil
 }
 
 // transactionalFree reports whether no transactional task runs now.

@@ -12,21 +12,25 @@ package sqlserver
 // different fencing token per task), @targets nvarchar(max): the targets the
 // node serves as |a|b| ('' among them as ||), NULL for any target.
 //
-// The target filter (docs/TARGETS.md) is a residual predicate on the rows the
-// ready indexes return: it adds no lock hint and no lock order. A row of
-// another target that the locking read (UPDLOCK, READPAST) meets fails the
-// predicate like a row of any other residual; whether SQL Server keeps its
-// update lock to the end of the claim's transaction is not proven here
-// (review only). Either way no claimer waits: another claimer passes such a
-// row over (READPAST), and the claim's transaction ends in the same round
-// trip.
+// Targets (docs/TARGETS.md, "Flat behind another target's backlog"): the
+// ready indexes put the target right after the queue, and every read of ready
+// tasks is a seek of one target's range, for each target in @tg (those of
+// @targets, or, for NULL, those with ready tasks in the queue, found by a
+// skip scan, one probe per target). Ready tasks of a target the claim does
+// not serve are never read, so never locked, however many are ahead of its
+// own. The locking read takes, of each target's range, as many rows as that
+// target has among the first @n of all targets (read first, locking
+// nothing), skipping rows others hold, so a claimer still takes @n when
+// others hold the first ones.
 //
 // What it reads: the queue row; the due delayed tasks of the queue (index
-// readpast_tasks_delayed); the first ungrouped ready tasks (readpast_tasks_ready);
-// and, only when grouped tasks are ready, the groups with a free slot
-// (readpast_groups_free, which holds no full group) with one probe each for a
-// ready task of the queue, and the first tasks of those groups. Tasks that
-// cannot run now (delayed, waiting for their chain, in a full group) are never
+// readpast_tasks_delayed); the first ungrouped ready tasks of each target
+// (readpast_tasks_ready_target); and, only when grouped tasks of its targets
+// are ready, the groups with a free slot (readpast_groups_free, which holds no
+// full group) with one probe each and target for a ready task of the queue,
+// and the first tasks of those groups and targets
+// (readpast_tasks_ready_grouped_target). Tasks that cannot run now (delayed,
+// waiting for their chain, in a full group, of another target) are never
 // read past, so a backlog of them does not slow the claim down (SPEC §9).
 //
 // Every read of readpast_tasks names the filtered index it means
@@ -72,12 +76,20 @@ DECLARE @want_n int;
 DECLARE @need_n int;
 DECLARE @stop int;
 
--- The plan and its bookkeeping. @open: groups with free slots by their
--- committed counters; @groups: those of them with ready tasks in the queue; @locked: group rows this claim holds,
+-- The plan and its bookkeeping. @tg: the targets whose ranges the claim
+-- reads; @open: groups with free slots by their committed counters; @groups:
+-- those of them with ready tasks of a target in the queue, by target;
+-- @share: how many of the first @n ungrouped tasks each target has;
+-- @locked: group rows this claim holds,
 -- with their locked free slots and what it took; @skipped: group rows another
 -- transaction holds, not admitted this time.
+DECLARE @tg TABLE (name nvarchar(64) NOT NULL);
+DECLARE @t nvarchar(64);
+DECLARE @next nvarchar(64);
+DECLARE @at int;
 DECLARE @open TABLE (name nvarchar(128) NOT NULL PRIMARY KEY, free int NOT NULL);
-DECLARE @groups TABLE (name nvarchar(128) NOT NULL PRIMARY KEY, free int NOT NULL);
+DECLARE @groups TABLE (name nvarchar(128) NOT NULL, target nvarchar(64) NOT NULL, free int NOT NULL);
+DECLARE @share TABLE (name nvarchar(64) NOT NULL, k int NOT NULL);
 DECLARE @cand TABLE (
     id           bigint        NOT NULL PRIMARY KEY,
     priority     smallint      NOT NULL,
@@ -157,12 +169,71 @@ BEGIN
     END;
 END;
 
+-- The targets whose ranges the claim reads. @targets is |a|b| (each name
+-- once, queue.CheckClaim; '' among them as ||): split at each '|'. NULL:
+-- the targets with ready tasks in the queue, by a skip scan of each ready
+-- index, one probe per target (each reads the first entry after the last
+-- target found), locking nothing as the plan's reads below.
+IF @n > 0 AND @targets IS NOT NULL
+BEGIN
+    SET @at = CHARINDEX(N'|', @targets);
+    WHILE @at > 0 AND CHARINDEX(N'|', @targets, @at + 1) > 0
+    BEGIN
+        SET @next = SUBSTRING(@targets, @at + 1, CHARINDEX(N'|', @targets, @at + 1) - @at - 1);
+        IF NOT EXISTS (SELECT 1 FROM @tg AS x WHERE x.name = @next)
+            INSERT INTO @tg (name) VALUES (@next);
+        SET @at = CHARINDEX(N'|', @targets, @at + 1);
+    END;
+END
+ELSE IF @n > 0
+BEGIN
+    SET @t = NULL;
+    SELECT TOP (1) @t = t.target
+    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_target))
+    WHERE t.queue = @queue AND t.state = 'pending' AND t.chain_wait = 0 AND t.delayed = 0 AND t.group_name IS NULL
+    ORDER BY t.target;
+    WHILE @t IS NOT NULL
+    BEGIN
+        INSERT INTO @tg (name) VALUES (@t);
+        SET @next = NULL;
+        SELECT TOP (1) @next = t.target
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_target))
+        WHERE t.queue = @queue AND t.state = 'pending' AND t.chain_wait = 0 AND t.delayed = 0 AND t.group_name IS NULL
+          AND t.target > @t
+        ORDER BY t.target;
+        SET @t = @next;
+    END;
+
+    SET @t = NULL;
+    SELECT TOP (1) @t = t.target
+    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped_target))
+    WHERE t.queue = @queue AND t.state = 'pending' AND t.chain_wait = 0 AND t.delayed = 0 AND t.group_name IS NOT NULL
+    ORDER BY t.target;
+    WHILE @t IS NOT NULL
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM @tg AS x WHERE x.name = @t)
+            INSERT INTO @tg (name) VALUES (@t);
+        SET @next = NULL;
+        SELECT TOP (1) @next = t.target
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped_target))
+        WHERE t.queue = @queue AND t.state = 'pending' AND t.chain_wait = 0 AND t.delayed = 0 AND t.group_name IS NOT NULL
+          AND t.target > @t
+        ORDER BY t.target;
+        SET @t = @next;
+    END;
+END;
+
+IF NOT EXISTS (SELECT 1 FROM @tg)
+    SET @n = 0;
+
 -- Step 3, the plan's groups: those that have a free slot by their committed
--- counters and a ready task in this queue. Read in two statements so that
+-- counters and a ready task of a target in @tg in this queue. Read in two statements so that
 -- the free groups drive: first the groups with a free slot
 -- (readpast_groups_free holds only those rows; a full group is not in it),
--- then, for each of them, one seek in the grouped index for a ready task of
--- the queue. Locking nothing (READPAST with READCOMMITTEDLOCK: a locking read
+-- then, for each of them and each target, one seek in the grouped index for
+-- a ready task of the queue (TOP (1) in an APPLY: a probe per outer row,
+-- which PostgreSQL under Babelfish also plans as one, where it planned an
+-- EXISTS as a semi join over the queue's whole range). Locking nothing (READPAST with READCOMMITTEDLOCK: a locking read
 -- that skips what others hold and keeps no lock; a group row another claimer
 -- or a finisher holds is not admitted this time). So full groups cost a claim
 -- nothing, whatever their number and backlog; the cost grows with the groups
@@ -170,12 +241,17 @@ END;
 -- one probe.
 IF @n > 0 AND EXISTS (
     SELECT 1
-    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
-    WHERE t.queue = @queue
-      AND t.state = 'pending'
-      AND t.chain_wait = 0
-      AND t.delayed = 0
-      AND t.group_name IS NOT NULL)
+    FROM @tg AS x
+    CROSS APPLY (
+        SELECT TOP (1) t.id
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped_target))
+        WHERE t.queue = @queue
+          AND t.target = x.name
+          AND t.state = 'pending'
+          AND t.chain_wait = 0
+          AND t.delayed = 0
+          AND t.group_name IS NOT NULL
+    ) AS a)
 BEGIN
     INSERT INTO @open (name, free)
     SELECT g.name, g.max_running - g.running
@@ -185,68 +261,108 @@ BEGIN
 
     IF @@ROWCOUNT > 0
     BEGIN
-        INSERT INTO @groups (name, free)
-        SELECT o.name, o.free
+        INSERT INTO @groups (name, target, free)
+        SELECT o.name, x.name, o.free
         FROM @open AS o
-        WHERE EXISTS (
-            SELECT 1
-            FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
+        CROSS JOIN @tg AS x
+        CROSS APPLY (
+            SELECT TOP (1) t.id
+            FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped_target))
             WHERE t.queue = @queue
+              AND t.target = x.name
               AND t.group_name = o.name
               AND t.state = 'pending'
               AND t.chain_wait = 0
-              AND t.delayed = 0);
+              AND t.delayed = 0
+        ) AS a;
     END;
 END;
 
 IF @n > 0 AND NOT EXISTS (SELECT 1 FROM @groups)
 BEGIN
     -- Step 3, no group that may admit has a ready task: the first @n
-    -- ungrouped ready tasks, skipping rows other claimers hold, are the
-    -- claim. READPAST always comes with a locking read (here UPDLOCK), so it
-    -- also runs with READ_COMMITTED_SNAPSHOT ON.
+    -- ungrouped ready tasks of the targets, skipping rows other claimers
+    -- hold, are the claim. First, locking nothing, how many of the first @n
+    -- of all targets each target has (the first @n of each target's range,
+    -- merged in claim order); then that many of each target's range, in
+    -- claim order, skipping rows other claimers hold (so another claimer's
+    -- rows do not make this one take fewer). READPAST always comes with a
+    -- locking read (here UPDLOCK), so it also runs with
+    -- READ_COMMITTED_SNAPSHOT ON. The locking read takes rows of several
+    -- ranges in one statement, in whatever order the plan reads them; as it
+    -- never waits (READPAST) it cannot close a cycle with another writer.
+    INSERT INTO @share (name, k)
+    SELECT f.name, COUNT(*)
+    FROM (
+        SELECT TOP (@n) x.name, a.priority, a.available_at, a.id
+        FROM @tg AS x
+        CROSS APPLY (
+            SELECT TOP (@n) t.priority, t.available_at, t.id
+            FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_target))
+            WHERE t.queue = @queue
+              AND t.target = x.name
+              AND t.state = 'pending'
+              AND t.chain_wait = 0
+              AND t.delayed = 0
+              AND t.group_name IS NULL
+            ORDER BY t.priority, t.available_at, t.id
+        ) AS a
+        ORDER BY a.priority, a.available_at, a.id
+    ) AS f
+    GROUP BY f.name;
+
     INSERT INTO @take (id, lease_token)
-    SELECT TOP (@n) t.id, t.lease_token
-    FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK, INDEX(readpast_tasks_ready))
-    WHERE t.queue = @queue
-      AND t.state = 'pending'
-      AND t.chain_wait = 0
-      AND t.delayed = 0
-      AND t.group_name IS NULL
-      AND (@targets IS NULL OR CHARINDEX(N'|' + t.target + N'|', @targets) > 0)
-    ORDER BY t.priority, t.available_at, t.id;
+    SELECT a.id, a.lease_token
+    FROM @share AS s
+    CROSS APPLY (
+        SELECT TOP (s.k) t.id, t.lease_token
+        FROM dbo.readpast_tasks AS t WITH (UPDLOCK, READPAST, ROWLOCK, INDEX(readpast_tasks_ready_target))
+        WHERE t.queue = @queue
+          AND t.target = s.name
+          AND t.state = 'pending'
+          AND t.chain_wait = 0
+          AND t.delayed = 0
+          AND t.group_name IS NULL
+        ORDER BY t.priority, t.available_at, t.id
+    ) AS a;
 ` + claimTaken + `
 END
 ELSE IF @n > 0
 BEGIN
     -- Step 3, grouped tasks of groups with free slots are ready. The rest of
     -- the plan, from committed rows, locking nothing as above.
-    -- The first 2 @n + 16 ungrouped ready tasks, and of each open group its
-    -- first min(free, @n) tasks and two more (in case other claimers hold
-    -- some), merged in claim order.
+    -- The first 2 @n + 16 ungrouped ready tasks of the targets (of each
+    -- target's range its first 2 @n + 16, merged), and of each open group and
+    -- target its first min(free, @n) tasks and two more (in case other
+    -- claimers hold some), merged in claim order.
     INSERT INTO @cand (id, priority, available_at, group_name, free)
-    SELECT TOP (@plan_n) t.id, t.priority, t.available_at, NULL, 0
-    FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready))
-    WHERE t.queue = @queue
-      AND t.state = 'pending'
-      AND t.chain_wait = 0
-      AND t.delayed = 0
-      AND t.group_name IS NULL
-      AND (@targets IS NULL OR CHARINDEX(N'|' + t.target + N'|', @targets) > 0)
-    ORDER BY t.priority, t.available_at, t.id;
+    SELECT TOP (@plan_n) a.id, a.priority, a.available_at, NULL, 0
+    FROM @tg AS x
+    CROSS APPLY (
+        SELECT TOP (@plan_n) t.id, t.priority, t.available_at
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_target))
+        WHERE t.queue = @queue
+          AND t.target = x.name
+          AND t.state = 'pending'
+          AND t.chain_wait = 0
+          AND t.delayed = 0
+          AND t.group_name IS NULL
+        ORDER BY t.priority, t.available_at, t.id
+    ) AS a
+    ORDER BY a.priority, a.available_at, a.id;
 
     INSERT INTO @cand (id, priority, available_at, group_name, free)
     SELECT a.id, a.priority, a.available_at, o.name, o.free
     FROM @groups AS o
     CROSS APPLY (
         SELECT TOP (CASE WHEN o.free < @n THEN o.free ELSE @n END + 2) t.id, t.priority, t.available_at
-        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped))
+        FROM dbo.readpast_tasks AS t WITH (READPAST, READCOMMITTEDLOCK, INDEX(readpast_tasks_ready_grouped_target))
         WHERE t.queue = @queue
+          AND t.target = o.target
           AND t.group_name = o.name
           AND t.state = 'pending'
           AND t.chain_wait = 0
           AND t.delayed = 0
-          AND (@targets IS NULL OR CHARINDEX(N'|' + t.target + N'|', @targets) > 0)
         ORDER BY t.priority, t.available_at, t.id
     ) AS a;
 
