@@ -118,7 +118,10 @@ type Queue struct {
 	// : the node's default target).
 	DefaultTarget string
 	Retry         *RetryPolicy // nil: Backoff
-	UpdatedAt     time.Time
+	// ResultRows is how many rows of its result sets an attempt of the
+	// queue keeps (0: none; resultset.MaxRows at most).
+	ResultRows int
+	UpdatedAt  time.Time
 	UpdatedBy     string
 	Counts        map[State]int64
 }
