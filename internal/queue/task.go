@@ -122,8 +122,8 @@ type Queue struct {
 	// queue keeps (0: none; resultset.MaxRows at most).
 	ResultRows int
 	UpdatedAt  time.Time
-	UpdatedBy     string
-	Counts        map[State]int64
+	UpdatedBy  string
+	Counts     map[State]int64
 }
 
 // Group is a concurrency group and how many of its tasks run now.
