@@ -21,12 +21,23 @@ func Hex(b []byte) string {
 	return "0x" + hex.EncodeToString(b)
 }
 
+// Kind says how a column's values are written as text, where the driver's
+// Go value alone does not tell.
+type Kind int
+
+const (
+	Plain    Kind = iota // as the value is: []byte holds text (a decimal, a character column)
+	Binary               // []byte is binary data: hexadecimal
+	Zoned                // a time with its offset (datetimeoffset)
+	Date                 // a date without a time
+	Clock                // a time of day without a date
+)
+
 // Text renders a value database/sql scanned into an any: nil (SQL NULL) as
-// nil, []byte as hexadecimal when binary says the column holds binary data
-// (else as the text it is: a decimal, a character column), numbers and
-// booleans as Go writes them, and times in the layout a DBA's tools use,
-// with the offset only when the column has one (zoned).
-func Text(v any, binary, zoned bool) *string {
+// nil, []byte as hexadecimal for Binary columns (else as the text it is),
+// numbers and booleans (bit) as a DBA's tools show them, and times in the
+// layout SQL Server Management Studio uses, with the offset only for Zoned.
+func Text(v any, k Kind) *string {
 	var s string
 	switch v := v.(type) {
 	case nil:
@@ -34,7 +45,7 @@ func Text(v any, binary, zoned bool) *string {
 	case string:
 		s = v
 	case []byte:
-		if binary {
+		if k == Binary {
 			s = Hex(v)
 		} else {
 			s = string(v)
@@ -52,9 +63,14 @@ func Text(v any, binary, zoned bool) *string {
 			s = "0"
 		}
 	case time.Time:
-		if zoned {
+		switch k {
+		case Zoned:
 			s = v.Format("2006-01-02 15:04:05.9999999 -07:00")
-		} else {
+		case Date:
+			s = v.Format("2006-01-02")
+		case Clock:
+			s = v.Format("15:04:05.9999999")
+		default:
 			s = v.Format("2006-01-02 15:04:05.9999999")
 		}
 	default:

@@ -24,6 +24,8 @@ type executor struct {
 	storeTimeout time.Duration // bounds the session id write
 	observer     Observer
 	log          *slog.Logger
+	// resultRows says how many result rows each queue's attempts keep.
+	resultRows *resultRows
 }
 
 // run executes one claimed task and returns the attempt left to record, with
@@ -81,12 +83,21 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 	} else {
 		// Named after the attempt, so the node that reclaims its lease can
 		// end the session if this node freezes or is cut off (reclaim.go).
+		// Its queue's result_rows asks the run to keep the first rows of
+		// the body's result sets (docs/QUEUE.md, "Result output").
 		var res target.Result
 		tgt, err := x.targets.set.Get(ctx, x.targets.resolve(t))
 		if err == nil {
-			res, err = tgt.Run(target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease())), t.Body, e.setSession)
+			runCtx := target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease()))
+			if x.resultRows != nil {
+				runCtx = target.WithResultRows(runCtx, x.resultRows.of(t.Queue))
+			}
+			res, err = tgt.Run(runCtx, t.Body, e.setSession)
 		}
 		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+		if res.Output != nil {
+			a.Results = res.Output.Encode()
+		}
 		runErr = err
 	}
 	a.FinishedAt = time.Now()
