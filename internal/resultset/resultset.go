@@ -89,9 +89,10 @@ func New(rows int) *Capture {
 	return &Capture{rows: min(rows, MaxRows), bytes: MaxBytes}
 }
 
-// Wants reports whether a result set starting now would be kept (false also
-// for the nil Capture): when false the caller need not read its columns.
-func (c *Capture) Wants() bool { return c != nil && !c.full }
+// Wants reports whether the capture is on (false for the nil Capture): when
+// false the caller need not read a result set's columns. Once the limits
+// are reached Begin still notes each further result set as left out.
+func (c *Capture) Wants() bool { return c != nil }
 
 // Begin starts a result set with these column names. A set without
 // columns (a statement that returns no rows) is not a result set.
