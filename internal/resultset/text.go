@@ -26,11 +26,11 @@ func Hex(b []byte) string {
 type Kind int
 
 const (
-	Plain    Kind = iota // as the value is: []byte holds text (a decimal, a character column)
-	Binary               // []byte is binary data: hexadecimal
-	Zoned                // a time with its offset (datetimeoffset)
-	Date                 // a date without a time
-	Clock                // a time of day without a date
+	Plain  Kind = iota // as the value is: []byte holds text (a decimal, a character column)
+	Binary             // []byte is binary data: hexadecimal
+	Zoned              // a time with its offset (datetimeoffset)
+	Date               // a date without a time
+	Clock              // a time of day without a date
 )
 
 // Text renders a value database/sql scanned into an any: nil (SQL NULL) as
