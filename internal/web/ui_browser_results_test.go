@@ -75,4 +75,21 @@ func TestBrowserResultOutputOnTheTaskPage(t *testing.T) {
 	require.Len(t, detail.Results[0].Sets, 1, "past the limit no further result set is kept")
 	require.NotNil(t, detail.Results[0].Truncated)
 	require.Contains(t, *detail.Results[0].Truncated, "more result sets", "and the note says one was left out")
+
+	// The log export of the task carries it; the log's pages do not.
+	p = e.get(fmt.Sprintf("/api/logs?format=json&task=%d", id))
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	var exported []struct {
+		Attempt int `json:"attempt"`
+		Results *struct {
+			Attempt int `json:"attempt"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.body), &exported))
+	require.Len(t, exported, 1)
+	require.NotNil(t, exported[0].Results, "the export of one task has its result output")
+	require.Equal(t, 1, exported[0].Results.Attempt)
+	p = e.get("/api/logs?queue=out")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.NotContains(t, p.body, `"results"`, "a page of the log carries no result output")
 }
