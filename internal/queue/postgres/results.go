@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,16 +17,14 @@ import (
 // statement's snapshot has it, which ending an attempt does not change: the
 // number its log row gets.
 func withResults(query string, args []any, attempts []queue.Attempt) (string, []any) {
+	if !slices.ContainsFunc(attempts, func(a queue.Attempt) bool { return a.Results != "" }) {
+		return query, args
+	}
 	results := make([]*string, len(attempts))
-	some := false
 	for i, a := range attempts {
 		if a.Results != "" {
 			results[i] = &attempts[i].Results
-			some = true
 		}
-	}
-	if !some {
-		return query, args
 	}
 	n := len(args) + 1
 	// The task ids are the array just before the outcomes: $3 of endSQL,
