@@ -59,6 +59,7 @@ func TestBrowserResultOutputOnTheTaskPage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, rows, "two rows kept, as the queue says")
 	require.Contains(t, textOf(tab, "#result-output .result-truncated"), "result_rows", "the page says rows were left out")
+	shoot(t, tab, screenshots(t), "task-result-output")
 
 	p := e.get(fmt.Sprintf("/api/tasks/%d", id))
 	require.Equal(t, http.StatusOK, p.status, p.body)
