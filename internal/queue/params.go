@@ -94,6 +94,10 @@ type TxResult struct {
 	SessionID    string
 	RowsAffected int64
 	Messages     string
+	// Results is the result output the body kept when its context asked
+	// (resultset.WithRows), encoded; "" otherwise. Recorded with the
+	// attempt: by the store when Recorded, else by the caller's Finish.
+	Results string
 	// BodyErr is why the body's work was rolled back without a record: its
 	// own error, its context's end, or what it did to its session.
 	BodyErr error

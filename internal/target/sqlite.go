@@ -66,7 +66,7 @@ func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(stri
 	defer func() { res.Output = capture.Output() }()
 	err = sqlrun.WithSQLiteContext(ctx, func() error {
 		for i, run := range runs {
-			if err := execSQLite(ctx, conn, run.Text, capture); err != nil {
+			if err := sqlrun.ExecSQLite(ctx, conn, run.Text, capture); err != nil {
 				if ctx.Err() != nil {
 					err = context.Cause(ctx)
 				}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/resultset"
 	"readpast/internal/target"
 )
 
@@ -47,6 +48,11 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 
 	a = queue.Attempt{Lease: t.Lease(), Node: x.nodeID, Worker: e.worker, StartedAt: e.started}
 	var runErr error
+	if x.resultRows != nil {
+		// Its queue's result_rows asks the run to keep the first rows of
+		// the body's result sets (docs/QUEUE.md, "Result output").
+		ctx = resultset.WithRows(ctx, x.resultRows.of(t.Queue))
+	}
 	if x.targets.transactionalHere(t) {
 		res, err := x.store.RunTransactional(ctx, a, t.Body)
 		switch {
@@ -62,7 +68,7 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 			// The body committed with a mark on its own row; its end is
 			// recorded like any attempt's, and whatever records it (this
 			// finish, a release, the reclaim of its lease) records a success.
-			a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+			a.SessionID, a.RowsAffected, a.Messages, a.Results = res.SessionID, res.RowsAffected, res.Messages, res.Results
 			a.FinishedAt = time.Now()
 			a.Outcome, a.Error = queue.OutcomeSucceeded, ""
 			x.observer.Finished(t.Queue, a.Outcome, a.FinishedAt.Sub(a.StartedAt))
@@ -71,7 +77,7 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 		// Rolled back, or the store failed: recorded below like any attempt.
 		// After a store error the commit may have happened; the fenced finish
 		// then changes nothing.
-		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+		a.SessionID, a.RowsAffected, a.Messages, a.Results = res.SessionID, res.RowsAffected, res.Messages, res.Results
 		switch {
 		case err != nil:
 			runErr = err
@@ -83,16 +89,10 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 	} else {
 		// Named after the attempt, so the node that reclaims its lease can
 		// end the session if this node freezes or is cut off (reclaim.go).
-		// Its queue's result_rows asks the run to keep the first rows of
-		// the body's result sets (docs/QUEUE.md, "Result output").
 		var res target.Result
 		tgt, err := x.targets.set.Get(ctx, x.targets.resolve(t))
 		if err == nil {
-			runCtx := target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease()))
-			if x.resultRows != nil {
-				runCtx = target.WithResultRows(runCtx, x.resultRows.of(t.Queue))
-			}
-			res, err = tgt.Run(runCtx, t.Body, e.setSession)
+			res, err = tgt.Run(target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease())), t.Body, e.setSession)
 		}
 		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
 		if res.Output != nil {

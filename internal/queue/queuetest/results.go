@@ -120,6 +120,32 @@ var resultTests = map[string]func(*testing.T, Harness){
 		require.NoError(t, err)
 		require.Len(t, out, 3)
 	},
+	"transactional_body_keeps_its_output": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		body := "CREATE TABLE tx_out (n int)\nGO\nINSERT INTO tx_out VALUES (1)\nGO\nSELECT 'kept' AS word, NULL AS missing"
+		ctx := resultset.WithRows(b.ctx, 10)
+		p := runTx(t, b, ctx, "txr", body)
+		require.NoError(t, p.err)
+		require.NoError(t, p.res.BodyErr)
+		require.True(t, p.res.Committed)
+		out, err := b.s.TaskResults(b.ctx, p.task.ID)
+		require.NoError(t, err)
+		require.Len(t, out, 1, "the committed attempt's output is recorded with it")
+		o, err := resultset.Decode(out[0].Results)
+		require.NoError(t, err)
+		require.Equal(t, []string{"word", "missing"}, o.Sets[0].Columns)
+		require.Equal(t, "kept", *o.Sets[0].Rows[0][0])
+		require.Nil(t, o.Sets[0].Rows[0][1])
+		require.Equal(t, int64(1), b.env.QueryInt(t, "SELECT count(*) FROM tx_out"), "the body ran as written")
+
+		// Without the context's rows nothing is kept.
+		p = runTx(t, b, b.ctx, "txn", "SELECT 'not kept' AS word")
+		require.NoError(t, p.err)
+		require.Empty(t, p.res.Results)
+		out, err = b.s.TaskResults(b.ctx, p.task.ID)
+		require.NoError(t, err)
+		require.Empty(t, out)
+	},
 	"output_goes_with_its_task": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		ids := b.enqueue(t, queue.NewTask{Body: "SELECT 1", Queue: "rp"}, queue.NewTask{Body: "SELECT 2", Queue: "rp"},

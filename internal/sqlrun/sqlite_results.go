@@ -1,4 +1,4 @@
-package target
+package sqlrun
 
 import (
 	"context"
@@ -9,14 +9,21 @@ import (
 	"readpast/internal/sqlscript"
 )
 
-// execSQLite runs one batch on conn. Without a capture it is one ExecContext,
+// SQLiteConn is what ExecSQLite runs a batch on: a *sql.Conn (the target)
+// or a *sql.Tx (the store's transactional path).
+type SQLiteConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// ExecSQLite runs one batch on conn. Without a capture it is one ExecContext,
 // as it always was. With one, the batch's statements run one at a time, in
 // order, on the same connection (sqlscript.SQLiteStatements): the driver runs
 // a batch of several statements but hands back no rows of them, so each is
 // stepped through a query of its own and its rows kept up to the capture's
 // limits. Every row is stepped either way (a statement's work is done as it
 // is stepped), so what runs is what ExecContext would run.
-func execSQLite(ctx context.Context, conn *sql.Conn, text string, capture *resultset.Capture) error {
+func ExecSQLite(ctx context.Context, conn SQLiteConn, text string, capture *resultset.Capture) error {
 	if capture == nil {
 		_, err := conn.ExecContext(ctx, text)
 		return err
@@ -29,7 +36,7 @@ func execSQLite(ctx context.Context, conn *sql.Conn, text string, capture *resul
 	return nil
 }
 
-func querySQLite(ctx context.Context, conn *sql.Conn, stmt string, capture *resultset.Capture) error {
+func querySQLite(ctx context.Context, conn SQLiteConn, stmt string, capture *resultset.Capture) error {
 	rows, err := conn.QueryContext(ctx, stmt)
 	if err != nil {
 		return err
