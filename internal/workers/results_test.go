@@ -17,7 +17,7 @@ func TestNodeKeepsResultOutputOnlyWhereTheQueueAsks(t *testing.T) {
 	dialects(t, func(t *testing.T, e env) {
 		_, err := e.store.UpdateQueue(e.ctx, "kept", queue.QueueUpdate{ResultRows: intPtrOf(5), Actor: "test"})
 		require.NoError(t, err)
-		e.startNode(t, Config{NodeID: "n1", Poll: 50 * time.Millisecond})
+		e.startNode(t, Config{NodeID: "n1", Poll: 50 * time.Millisecond, TargetIsStore: true})
 		body := "SELECT 'hello' AS greeting, NULL AS missing;"
 		kept := e.enqueue(t, queue.NewTask{Queue: "kept", Body: body})[0]
 		off := e.enqueue(t, queue.NewTask{Queue: "off", Body: body})[0]
@@ -32,6 +32,16 @@ func TestNodeKeepsResultOutputOnlyWhereTheQueueAsks(t *testing.T) {
 		require.Equal(t, []string{"greeting", "missing"}, o.Sets[0].Columns)
 		require.Equal(t, "hello", *o.Sets[0].Rows[0][0])
 		require.Nil(t, o.Sets[0].Rows[0][1])
+
+		// A transactional task on the store keeps its output the same way.
+		tx := e.enqueue(t, queue.NewTask{Queue: "kept", Body: body, Transactional: true})[0]
+		e.waitState(t, tx, queue.StateSucceeded, 20*time.Second)
+		out, err = e.store.TaskResults(e.ctx, tx)
+		require.NoError(t, err)
+		require.Len(t, out, 1, "the transactional attempt kept its output")
+		o, err = resultset.Decode(out[0].Results)
+		require.NoError(t, err)
+		require.Equal(t, "hello", *o.Sets[0].Rows[0][0])
 
 		none, err := e.store.TaskResults(e.ctx, off)
 		require.NoError(t, err)
