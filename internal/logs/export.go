@@ -37,6 +37,19 @@ func Export(ctx context.Context, w io.Writer, s queue.LogStore, q queue.LogQuery
 	if f == JSON {
 		bw.WriteString("[")
 	}
+	// The export of one task's log carries the result output its attempts
+	// kept: one read of the task's rows, whatever the log's size.
+	var results map[int]*AttemptResults
+	if rs, ok := s.(queue.ResultStore); ok && q.TaskID != 0 {
+		all, err := TaskResults(ctx, rs, q.TaskID)
+		if err != nil {
+			return 0, fmt.Errorf("exporting the result output of task %d: %w", q.TaskID, err)
+		}
+		results = make(map[int]*AttemptResults, len(all))
+		for i := range all {
+			results[all[i].Attempt] = &all[i]
+		}
+	}
 	q.Limit = exportPage
 	for {
 		page, err := s.Attempts(ctx, q)
@@ -47,7 +60,9 @@ func Export(ctx context.Context, w io.Writer, s queue.LogStore, q queue.LogQuery
 			if f == JSON && n > 0 {
 				bw.WriteString(",")
 			}
-			if err := enc.Encode(FromRecord(r)); err != nil {
+			row := FromRecord(r)
+			row.Results = results[r.Attempt]
+			if err := enc.Encode(row); err != nil {
 				return n, fmt.Errorf("writing row %d: %w", r.ID, err)
 			}
 			n++

@@ -26,6 +26,9 @@ type Row struct {
 	Error        *string    `json:"error"`
 	RowsAffected *int64     `json:"rows_affected"`
 	Messages     *string    `json:"messages"`
+	// Results is the result output the attempt kept: only in the export of
+	// one task's log (Export with a TaskID), absent elsewhere.
+	Results *AttemptResults `json:"results,omitempty"`
 }
 
 // FromRecord converts a store record to its JSON row.

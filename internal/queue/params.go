@@ -55,6 +55,9 @@ type Attempt struct {
 	FinishedAt   time.Time
 	RowsAffected int64
 	Messages     string
+	// Results is the result output the attempt kept, encoded
+	// (resultset.Output.Encode); "" when its queue keeps none.
+	Results string
 	// Uncounted: a fault of the database, or of the node's reach of it,
 	// stopped the attempt, not its body (the session was lost, the server
 	// restarted, the node could not renew its lease). Release gives such an
@@ -91,6 +94,10 @@ type TxResult struct {
 	SessionID    string
 	RowsAffected int64
 	Messages     string
+	// Results is the result output the body kept when its context asked
+	// (resultset.WithRows), encoded; "" otherwise. Recorded with the
+	// attempt: by the store when Recorded, else by the caller's Finish.
+	Results string
 	// BodyErr is why the body's work was rolled back without a record: its
 	// own error, its context's end, or what it did to its session.
 	BodyErr error
@@ -130,6 +137,8 @@ type QueueUpdate struct {
 	// ClearRetry goes back to Backoff.
 	Retry      *RetryPolicy
 	ClearRetry bool
+	// ResultRows sets how many result rows an attempt keeps (0: none).
+	ResultRows *int
 	Actor      string
 }
 
@@ -156,6 +165,9 @@ func (u QueueUpdate) Describe() string {
 	}
 	if u.ClearRetry {
 		parts = append(parts, "retry=backoff")
+	}
+	if u.ResultRows != nil {
+		parts = append(parts, fmt.Sprintf("result_rows=%d", *u.ResultRows))
 	}
 	return strings.Join(parts, " ")
 }

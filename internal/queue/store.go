@@ -30,6 +30,7 @@ type Store interface {
 	AuditStore
 	AlertStore
 	BulkStore
+	ResultStore
 	Listener
 	Holder
 }

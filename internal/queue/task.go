@@ -118,9 +118,12 @@ type Queue struct {
 	// : the node's default target).
 	DefaultTarget string
 	Retry         *RetryPolicy // nil: Backoff
-	UpdatedAt     time.Time
-	UpdatedBy     string
-	Counts        map[State]int64
+	// ResultRows is how many rows of its result sets an attempt of the
+	// queue keeps (0: none; resultset.MaxRows at most).
+	ResultRows int
+	UpdatedAt  time.Time
+	UpdatedBy  string
+	Counts     map[State]int64
 }
 
 // Group is a concurrency group and how many of its tasks run now.

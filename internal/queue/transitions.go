@@ -153,6 +153,9 @@ func CheckQueueUpdate(name string, u QueueUpdate) error {
 			return err
 		}
 	}
+	if u.ResultRows != nil && (*u.ResultRows < 0 || *u.ResultRows > MaxResultRows) {
+		return &ValidationError{Field: "result_rows", Reason: fmt.Sprintf("is %d: use 0 (keep no result output) to %d rows per attempt", *u.ResultRows, MaxResultRows)}
+	}
 	if u.Retry != nil {
 		if u.ClearRetry {
 			return &ValidationError{Field: "retry", Reason: "is both set and cleared"}

@@ -29,6 +29,8 @@ import (
 
 	"github.com/golang-sql/sqlexp"
 	mssql "github.com/microsoft/go-mssqldb"
+
+	"readpast/internal/resultset"
 )
 
 // Querier is what RunMSSQL sends a batch on: a *sql.Conn or *sql.Tx.
@@ -62,6 +64,14 @@ var quietMessages = map[int32]bool{5701: true, 5703: true}
 // attention when ctx ends. The message queue holds 15 entries, so it must be
 // read while the stream is walked, hence the goroutine.
 func RunMSSQL(ctx context.Context, q Querier, text string, msgs *Messages) (affected int64, err error) {
+	return RunMSSQLCapturing(ctx, q, text, msgs, nil)
+}
+
+// RunMSSQLCapturing is RunMSSQL that keeps the rows of the batch's result
+// sets in capture as far as its limits go (resultset.Capture; nil keeps
+// nothing and reads as RunMSSQL does). The rows past them are skipped by the
+// driver as RunMSSQL skips every row: the batch runs the same either way.
+func RunMSSQLCapturing(ctx context.Context, q Querier, text string, msgs *Messages, capture *resultset.Capture) (affected int64, err error) {
 	retmsg := &sqlexp.ReturnMessage{}
 	rows, err := q.QueryContext(ctx, languageBatch(text), retmsg)
 	if err != nil {
@@ -71,6 +81,9 @@ func RunMSSQL(ctx context.Context, q Querier, text string, msgs *Messages) (affe
 	for rows.NextResultSet() {
 		// Each call moves to the next result set or statement end; false at
 		// the end of the batch, on a broken connection, or when ctx ends.
+		if capture.Wants() && atResultSet(rows) {
+			captureSet(rows, capture)
+		}
 	}
 	streamErr := rows.Err()
 	_ = rows.Close()

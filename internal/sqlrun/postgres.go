@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"readpast/internal/resultset"
 )
 
 // NoticeRouter hands the NOTICE / WARNING messages a PostgreSQL connection
@@ -46,7 +48,16 @@ type QueryOutcome struct {
 // A COPY FROM STDIN is answered with CopyFail: a task has no client to
 // stream rows from, so the server ends the COPY with that as its error.
 func ExchangePostgres(pg *pgconn.PgConn, queries ...string) ([]QueryOutcome, error) {
+	return ExchangePostgresCapturing(pg, nil, 0, queries...)
+}
+
+// ExchangePostgresCapturing is ExchangePostgres that keeps the rows of the
+// result sets of queries[at] in capture as far as its limits go
+// (resultset.Capture; nil keeps nothing). Every row is read either way, as
+// the protocol has it: capturing changes nothing the server does.
+func ExchangePostgresCapturing(pg *pgconn.PgConn, capture *resultset.Capture, at int, queries ...string) ([]QueryOutcome, error) {
 	fe := pg.Frontend()
+	var set *pgResultSet // the result set of queries[at] being captured
 	for _, q := range queries {
 		fe.SendQuery(&pgproto3.Query{String: q})
 	}
@@ -75,6 +86,15 @@ func ExchangePostgres(pg *pgconn.PgConn, queries ...string) ([]QueryOutcome, err
 			}
 		case *pgproto3.ReadyForQuery:
 			i++
+		case *pgproto3.RowDescription:
+			set = nil
+			if i == at && capture.Wants() {
+				set = beginPgSet(m, capture)
+			}
+		case *pgproto3.DataRow:
+			if set != nil && !set.row(m, capture) {
+				set = nil
+			}
 		}
 	}
 	return out, nil

@@ -86,6 +86,7 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 		onSession(res.SessionID)
 	}
 	msgs := &sqlrun.Messages{}
+	capture := captureFor(ctx)
 	stopNotices := t.notices.Listen(pg, msgs)
 	// On cancel or timeout a cancel request stops the statement on the server;
 	// two seconds later the socket deadline breaks a read that still waits.
@@ -94,7 +95,7 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 	defer func() {
 		unwatch()
 		stopNotices()
-		res.Messages = msgs.String()
+		res.Messages, res.Output = msgs.String(), capture.Output()
 		if leftOpen := releasePostgres(ctx, conn, reset); leftOpen && err == nil {
 			err = errOpenTransaction
 		}
@@ -114,7 +115,7 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 		if last {
 			queries = append(queries, resetSession)
 		}
-		out, ioErr := sqlrun.ExchangePostgres(pg, queries...)
+		out, ioErr := sqlrun.ExchangePostgresCapturing(pg, capture, body, queries...)
 		if ctx.Err() != nil {
 			// Stopped by its deadline or a cancel: say so, not the server's
 			// "canceling statement due to user request".

@@ -67,8 +67,7 @@ func (t *sqliteTarget) Close() error {
 
 // Run implements Target. modernc.org/sqlite interrupts the running statement
 // (sqlite3_interrupt) when ctx ends.
-func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(string)) (Result, error) {
-	var res Result
+func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(string)) (res Result, err error) {
 	runs, err := sqlscript.Runs(body, sqlscript.SQLite)
 	if err != nil {
 		return res, err
@@ -99,9 +98,11 @@ func (t *sqliteTarget) Run(ctx context.Context, body string, onSession func(stri
 	if err := conn.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
 		return res, err
 	}
+	capture := captureFor(ctx)
+	defer func() { res.Output = capture.Output() }()
 	err = sqlrun.WithSQLiteContext(ctx, func() error {
 		for i, run := range runs {
-			if _, err := conn.ExecContext(ctx, run.Text); err != nil {
+			if err := sqlrun.ExecSQLite(ctx, conn, run.Text, capture); err != nil {
 				if ctx.Err() != nil {
 					err = context.Cause(ctx)
 				}

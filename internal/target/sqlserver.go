@@ -95,9 +95,10 @@ func (t *sqlServerTarget) Run(ctx context.Context, body string, onSession func(s
 		return res, notConnected{fmt.Errorf("connecting to the target: %w", sqlrun.DescribeMSSQL(err))}
 	}
 	msgs := &sqlrun.Messages{}
+	capture := captureFor(ctx)
 	failed := true // until every batch ran without an error
 	defer func() {
-		res.Messages = msgs.String()
+		res.Messages, res.Output = msgs.String(), capture.Output()
 		if cleanErr := release(ctx, conn, failed || strings.Contains(body, "##")); err == nil {
 			err = cleanErr
 		}
@@ -118,7 +119,7 @@ func (t *sqlServerTarget) Run(ctx context.Context, body string, onSession func(s
 	}
 
 	for i, run := range runs {
-		n, batchErr := sqlrun.RunMSSQL(ctx, conn, run.Text, msgs)
+		n, batchErr := sqlrun.RunMSSQLCapturing(ctx, conn, run.Text, msgs, capture)
 		res.RowsAffected += n
 		if batchErr != nil {
 			return res, labelled(runs, i, batchErr)

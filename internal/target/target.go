@@ -10,6 +10,7 @@ import (
 
 	"readpast/internal/appname"
 	"readpast/internal/dialect"
+	"readpast/internal/resultset"
 	"readpast/internal/sqlscript"
 )
 
@@ -18,6 +19,9 @@ type Result struct {
 	SessionID    string // SPID on SQL Server, backend pid on PostgreSQL, "" on SQLite
 	RowsAffected int64
 	Messages     string // PRINT / RAISERROR (low severity) / NOTICE, capped at MaxMessages
+	// Output is what the run kept of its result sets when its context asked
+	// for it (WithResultRows); nil otherwise, or when it returned none.
+	Output *resultset.Output
 }
 
 // Target executes bodies on one database.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/resultset"
 	"readpast/internal/target"
 )
 
@@ -24,6 +25,8 @@ type executor struct {
 	storeTimeout time.Duration // bounds the session id write
 	observer     Observer
 	log          *slog.Logger
+	// resultRows says how many result rows each queue's attempts keep.
+	resultRows *resultRows
 }
 
 // run executes one claimed task and returns the attempt left to record, with
@@ -45,6 +48,11 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 
 	a = queue.Attempt{Lease: t.Lease(), Node: x.nodeID, Worker: e.worker, StartedAt: e.started}
 	var runErr error
+	if x.resultRows != nil {
+		// Its queue's result_rows asks the run to keep the first rows of
+		// the body's result sets (docs/QUEUE.md, "Result output").
+		ctx = resultset.WithRows(ctx, x.resultRows.of(t.Queue))
+	}
 	if x.targets.transactionalHere(t) {
 		res, err := x.store.RunTransactional(ctx, a, t.Body)
 		switch {
@@ -60,7 +68,7 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 			// The body committed with a mark on its own row; its end is
 			// recorded like any attempt's, and whatever records it (this
 			// finish, a release, the reclaim of its lease) records a success.
-			a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+			a.SessionID, a.RowsAffected, a.Messages, a.Results = res.SessionID, res.RowsAffected, res.Messages, res.Results
 			a.FinishedAt = time.Now()
 			a.Outcome, a.Error = queue.OutcomeSucceeded, ""
 			x.observer.Finished(t.Queue, a.Outcome, a.FinishedAt.Sub(a.StartedAt))
@@ -69,7 +77,7 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 		// Rolled back, or the store failed: recorded below like any attempt.
 		// After a store error the commit may have happened; the fenced finish
 		// then changes nothing.
-		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+		a.SessionID, a.RowsAffected, a.Messages, a.Results = res.SessionID, res.RowsAffected, res.Messages, res.Results
 		switch {
 		case err != nil:
 			runErr = err
@@ -87,6 +95,9 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 			res, err = tgt.Run(target.WithSessionName(ctx, queue.AttemptSessionName(t.Lease())), t.Body, e.setSession)
 		}
 		a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+		if res.Output != nil {
+			a.Results = res.Output.Encode()
+		}
 		runErr = err
 	}
 	a.FinishedAt = time.Now()

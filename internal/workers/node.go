@@ -51,7 +51,7 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 		set = target.Single(tgt, cfg.TargetIsStore)
 	}
 	exec := &executor{store: store, targets: newTargetRouter(set, cfg.TargetIsStore), nodeID: cfg.NodeID,
-		storeTimeout: storeTimeout, observer: cfg.Observer, log: log}
+		storeTimeout: storeTimeout, observer: cfg.Observer, log: log, resultRows: newResultRows()}
 	// The fence holds where writers run side by side (fence.go).
 	fenced := store.Capabilities().ConcurrentWriters
 	var fc *fence
@@ -67,7 +67,7 @@ func New(store Store, tgt target.Target, cfg Config) (*Node, error) {
 	n.heartbeater = &heartbeater{store: store, pools: pools, fence: fc, nodeID: cfg.NodeID, lease: cfg.Lease,
 		interval: cfg.heartbeatEvery(), info: n.info, register: n.register, log: log}
 	n.settings = &settingsWatcher{store: store, interval: cfg.SettingsEvery, defaultWorkers: *cfg.DefaultWorkers,
-		apply: pools.configure, setDefault: exec.targets.setDefault, log: log}
+		apply: pools.configure, setDefault: exec.targets.setDefault, setResultRows: exec.resultRows.set, log: log}
 	n.reclaimer = &reclaimer{store: store, interval: cfg.ReclaimEvery, wake: pools.wakeAll, log: log}
 	if cfg.Targets != nil {
 		n.reclaimer.ender, n.reclaimer.endWithin = cfg.Targets, cfg.fenceMargin()

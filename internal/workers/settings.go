@@ -19,7 +19,9 @@ type settingsWatcher struct {
 	apply func(queue string, size int, paused bool)
 	// setDefault records each queue's default target (targets.go).
 	setDefault func(queue, target string)
-	log        *slog.Logger
+	// setResultRows records each queue's result_rows (results.go).
+	setResultRows func(queue string, rows int)
+	log           *slog.Logger
 }
 
 // Start re-reads the settings every interval until ctx ends or Stop. The
@@ -45,6 +47,9 @@ func (s *settingsWatcher) refresh(ctx context.Context) {
 		}
 		if s.setDefault != nil {
 			s.setDefault(q.Name, q.DefaultTarget)
+		}
+		if s.setResultRows != nil {
+			s.setResultRows(q.Name, q.ResultRows)
 		}
 		s.apply(q.Name, size, q.Paused)
 	}

@@ -102,9 +102,11 @@ type QueueRow struct {
 	// DefaultTarget is where its tasks that name no target run; "" the
 	// node's default.
 	DefaultTarget string
-	Spark         Sparkline
-	Errors        map[string]string // a refused change, by field
-	ControlsURL   string
+	// ResultRows is how many result rows its attempts keep ("0": none).
+	ResultRows  string
+	Spark       Sparkline
+	Errors      map[string]string // a refused change, by field
+	ControlsURL string
 	// DeleteURL is set for a queue that holds no task: it can be deleted.
 	DeleteURL string
 }
@@ -172,6 +174,9 @@ type TaskDetail struct {
 	// Activity is what the running attempt's session does now (nil: not
 	// running, or nothing to show).
 	Activity *ActivityView
+	// Results is the result output its attempts kept (the page reads it
+	// when it loads; the live updates leave it as it is).
+	Results []AttemptOutput
 }
 
 // AttemptRow is one execution-log row.

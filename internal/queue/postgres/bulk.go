@@ -174,6 +174,7 @@ const deleteTaskSQL = `WITH t AS (
 			DELETE FROM readpast_tasks WHERE id = $1 AND state IN ('succeeded', 'failed', 'cancelled')
 			RETURNING id, queue, state),
 		l AS (DELETE FROM readpast_attempts WHERE task_id IN (SELECT id FROM t) RETURNING 1),
+		r AS (DELETE FROM readpast_results WHERE task_id IN (SELECT id FROM t)),
 		a AS (INSERT INTO readpast_audit (actor, action, target, detail) SELECT $2, 'delete', 'task ' || id, state FROM t),
 		n AS (SELECT readpast_count(array_agg(queue), array_agg(state), array_agg(-1::bigint)) FROM t)
 		SELECT (SELECT state FROM t), (SELECT state FROM readpast_tasks WHERE id = $1) FROM n`

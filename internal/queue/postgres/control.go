@@ -60,8 +60,8 @@ func (s *Store) Retry(ctx context.Context, id int64, actor string) error {
 func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdate) (*queue.Queue, error) {
 	interval, capMS := queue.RetryMillis(u.Retry)
 	err := s.exec(ctx, `WITH q AS (
-			INSERT INTO readpast_queues AS q (name, workers, max_running, paused, updated_by, retry_interval_ms, retry_cap_ms, default_target)
-			VALUES ($1, $2, $3, coalesce($5, false), $6, $9, $10, coalesce($11, ''))
+			INSERT INTO readpast_queues AS q (name, workers, max_running, paused, updated_by, retry_interval_ms, retry_cap_ms, default_target, result_rows)
+			VALUES ($1, $2, $3, coalesce($5, false), $6, $9, $10, coalesce($11, ''), coalesce($12::integer, 0))
 			ON CONFLICT (name) DO UPDATE SET
 				workers = coalesce($2, q.workers),
 				max_running = CASE WHEN $4 THEN NULL ELSE coalesce($3, q.max_running) END,
@@ -69,11 +69,12 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 				default_target = coalesce($11, q.default_target),
 				updated_at = now(), updated_by = $6,
 				retry_interval_ms = CASE WHEN $8 THEN NULL WHEN $9::bigint IS NOT NULL THEN $9 ELSE q.retry_interval_ms END,
-				retry_cap_ms = CASE WHEN $8 OR $9::bigint IS NOT NULL THEN $10 ELSE q.retry_cap_ms END
+				retry_cap_ms = CASE WHEN $8 OR $9::bigint IS NOT NULL THEN $10 ELSE q.retry_cap_ms END,
+				result_rows = coalesce($12, q.result_rows)
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $6, 'update_queue', 'queue ' || q.name, $7 FROM q`,
-		name, u.Workers, u.MaxRunning, u.ClearMaxRunning, u.Paused, u.Actor, u.Describe(), u.ClearRetry, interval, capMS, u.DefaultTarget)
+		name, u.Workers, u.MaxRunning, u.ClearMaxRunning, u.Paused, u.Actor, u.Describe(), u.ClearRetry, interval, capMS, u.DefaultTarget, u.ResultRows)
 	if err != nil {
 		return nil, wrap(err, "updating queue %s", name)
 	}

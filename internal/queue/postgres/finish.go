@@ -157,6 +157,7 @@ func endAttempts(ctx context.Context, q querier, mode endMode, attempts []queue.
 	if mode == modeRelease && anyUncounted(attempts) {
 		query, args = releaseUncountedSQL, releaseUncountedArgs(attempts, args)
 	}
+	query, args = withResults(query, args, attempts)
 	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err

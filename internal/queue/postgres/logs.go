@@ -108,7 +108,9 @@ func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (in
 		DELETE FROM readpast_tasks WHERE id IN (
 			SELECT id FROM readpast_tasks WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < $1
 			 ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		RETURNING queue, state),
+		RETURNING id, queue, state),
+	results AS (
+		DELETE FROM readpast_results WHERE task_id IN (SELECT id FROM gone)),
 	counted AS (
 		SELECT readpast_count(array_agg(queue), array_agg(state), array_agg(-1::bigint)) FROM gone)
 	SELECT count(*) FROM gone, counted`, cutoff, batch).Scan(&n)
@@ -127,7 +129,7 @@ func (s *Store) purge(ctx context.Context, what, query string, cutoff time.Time,
 // QueueSettings implements queue.Store: the settings rows only, no
 // counts, so every node can read them each second at the cost of one small scan.
 func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by, default_target, retry_interval_ms, retry_cap_ms
+	rows, err := s.pool.Query(ctx, `SELECT name, workers, max_running, paused, updated_at, updated_by, default_target, retry_interval_ms, retry_cap_ms, result_rows
 		FROM readpast_queues ORDER BY name`)
 	if err != nil {
 		return nil, wrap(err, "reading queue settings")
@@ -137,7 +139,7 @@ func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
 	for rows.Next() {
 		var q queue.Queue
 		var retryMS, capMS *int64
-		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy, &q.DefaultTarget, &retryMS, &capMS); err != nil {
+		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy, &q.DefaultTarget, &retryMS, &capMS, &q.ResultRows); err != nil {
 			return nil, wrap(err, "reading queue settings")
 		}
 		q.Retry = queue.RetryOf(retryMS, capMS)

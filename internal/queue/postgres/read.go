@@ -140,7 +140,7 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 			n              int64
 			retryMS, capMS *int64
 		)
-		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &updated, &q.UpdatedBy, &state, &n, &q.DefaultTarget, &retryMS, &capMS); err != nil {
+		if err := rows.Scan(&q.Name, &q.Workers, &q.MaxRunning, &q.Paused, &updated, &q.UpdatedBy, &state, &n, &q.DefaultTarget, &retryMS, &capMS, &q.ResultRows); err != nil {
 			return nil, wrap(err, "listing queues")
 		}
 		q.Retry = queue.RetryOf(retryMS, capMS)
@@ -179,7 +179,8 @@ const queuesSQL = `WITH counts AS (
 			SELECT name FROM readpast_queues WHERE $1 = '' OR name = $1
 			UNION SELECT queue FROM counts)
 		SELECT n.name, q.workers, q.max_running, coalesce(q.paused, false), q.updated_at,
-		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0), coalesce(q.default_target, ''), q.retry_interval_ms, q.retry_cap_ms
+		       coalesce(q.updated_by, ''), c.state, coalesce(c.n, 0), coalesce(q.default_target, ''), q.retry_interval_ms, q.retry_cap_ms,
+		       coalesce(q.result_rows, 0)
 		  FROM names n
 		  LEFT JOIN readpast_queues q ON q.name = n.name
 		  LEFT JOIN counts c ON c.queue = n.name

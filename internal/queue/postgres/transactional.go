@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"readpast/internal/queue"
+	"readpast/internal/resultset"
 	"readpast/internal/sqlrun"
 	"readpast/internal/sqlscript"
 )
@@ -69,9 +70,10 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	}
 	msgs := &sqlrun.Messages{}
 	stopNotices := s.notices.Listen(pg, msgs)
-	res.RowsAffected, res.BodyErr = runBody(ctx, pg, runs)
+	capture := resultset.FromContext(ctx)
+	res.RowsAffected, res.BodyErr = runBody(ctx, pg, runs, capture)
 	stopNotices()
-	res.Messages = msgs.String()
+	res.Messages, res.Results = msgs.String(), capture.Encoded()
 
 	dctx, cancel := queue.Detached(ctx)
 	defer cancel()
@@ -148,11 +150,11 @@ func setSessionName(name string) string {
 
 // runBody runs the batches in order and stops at the first that fails. A
 // cancel request stops a statement when ctx ends.
-func runBody(ctx context.Context, pg *pgconn.PgConn, runs []sqlscript.Run) (rows int64, err error) {
+func runBody(ctx context.Context, pg *pgconn.PgConn, runs []sqlscript.Run, capture *resultset.Capture) (rows int64, err error) {
 	stop := sqlrun.WatchPostgres(ctx, pg)
 	defer stop()
 	for _, r := range runs {
-		out, ioErr := sqlrun.ExchangePostgres(pg, r.Text)
+		out, ioErr := sqlrun.ExchangePostgresCapturing(pg, capture, 0, r.Text)
 		if ioErr == nil {
 			rows += out[0].Rows
 			ioErr = out[0].Err

@@ -71,6 +71,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"alert_reads", alertReadTests},
 		{"alert_concurrency", alertConcurrencyTests},
 		{"bulk", bulkTests},
+		{"results", resultTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -43,7 +43,7 @@ func (b bundle) runTransactional(t *testing.T, ctx context.Context, task *queue.
 		return res, err
 	}
 	a := attempt(task, queue.OutcomeSucceeded, "")
-	a.SessionID, a.RowsAffected, a.Messages = res.SessionID, res.RowsAffected, res.Messages
+	a.SessionID, a.RowsAffected, a.Messages, a.Results = res.SessionID, res.RowsAffected, res.Messages, res.Results
 	fin, err := b.s.Finish(ctx, []queue.Attempt{a})
 	require.NoError(t, err, "recording the committed attempt of task %d", task.ID)
 	require.Len(t, fin, 1)

@@ -161,6 +161,9 @@ func (s *Store) deleteTaskTx(tx *sql.Tx, now int64, id int64, actor string) erro
 	if _, err := tx.Exec(`DELETE FROM readpast_attempts WHERE task_id = ?`, id); err != nil {
 		return err
 	}
+	if _, err := tx.Exec(`DELETE FROM readpast_results WHERE task_id = ?`, id); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(`DELETE FROM readpast_tasks WHERE id = ?`, id); err != nil {
 		return err
 	}

@@ -177,9 +177,10 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 			max_running = CASE WHEN ? THEN NULL ELSE COALESCE(?, max_running) END,
 			paused = COALESCE(?, paused), default_target = COALESCE(?, default_target), updated_at = ?, updated_by = ?,
 			retry_interval_ms = CASE WHEN ? THEN NULL WHEN ? THEN ? ELSE retry_interval_ms END,
-			retry_cap_ms = CASE WHEN ? THEN NULL WHEN ? THEN ? ELSE retry_cap_ms END
+			retry_cap_ms = CASE WHEN ? THEN NULL WHEN ? THEN ? ELSE retry_cap_ms END,
+			result_rows = COALESCE(?, result_rows)
 			WHERE name = ?`, intOrNull(u.Workers), u.ClearMaxRunning, intOrNull(u.MaxRunning), paused, stringOrNull(u.DefaultTarget), now, u.Actor,
-			u.ClearRetry, u.Retry != nil, interval, u.ClearRetry, u.Retry != nil, capMS, name)
+			u.ClearRetry, u.Retry != nil, interval, u.ClearRetry, u.Retry != nil, capMS, intOrNull(u.ResultRows), name)
 		if err != nil {
 			return err
 		}

@@ -144,6 +144,9 @@ func logAttempt(tx execer, now int64, a queue.Attempt, attempt int, q string) er
 	if err != nil {
 		return fmt.Errorf("writing execution log of task %d: %w", a.TaskID, err)
 	}
+	if err := keepResults(tx, a, attempt); err != nil {
+		return err
+	}
 	return countAttempt(tx, q, a.Outcome, finished, (finished-started)/1000)
 }
 

@@ -110,22 +110,28 @@ func (s *Store) PurgeTasks(ctx context.Context, cutoff time.Time, batch int) (in
 		rows, err := tx.QueryContext(ctx, `DELETE FROM readpast_tasks WHERE id IN
 			(SELECT id FROM readpast_tasks INDEXED BY readpast_tasks_finished
 			  WHERE state IN ('succeeded','failed','cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)
-			RETURNING queue, state`, micros(cutoff), batch)
+			RETURNING id, queue, state`, micros(cutoff), batch)
 		if err != nil {
 			return err
 		}
 		gone := map[[2]string]int64{}
+		var ids []int64
 		for rows.Next() {
 			var k [2]string
-			if err := rows.Scan(&k[0], &k[1]); err != nil {
+			var id int64
+			if err := rows.Scan(&id, &k[0], &k[1]); err != nil {
 				rows.Close()
 				return err
 			}
 			gone[k]++
+			ids = append(ids, id)
 			n++
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := deleteResults(tx, ids); err != nil {
 			return err
 		}
 		for k, by := range gone {
@@ -170,13 +176,13 @@ func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
 }
 
 // queueColumns are a queue's settings, as scanQueue reads them.
-const queueColumns = `name, workers, max_running, paused, updated_at, updated_by, default_target, retry_interval_ms, retry_cap_ms`
+const queueColumns = `name, workers, max_running, paused, updated_at, updated_by, default_target, retry_interval_ms, retry_cap_ms, result_rows`
 
 func scanQueue(r scanner) (queue.Queue, error) {
 	var q queue.Queue
 	var workers, maxRunning, retryMS, capMS sql.NullInt64
 	var updated int64
-	err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy, &q.DefaultTarget, &retryMS, &capMS)
+	err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &updated, &q.UpdatedBy, &q.DefaultTarget, &retryMS, &capMS, &q.ResultRows)
 	q.Workers, q.MaxRunning, q.UpdatedAt = intPtr(workers), intPtr(maxRunning), fromMicros(updated)
 	q.Retry = queue.RetryOf(int64Ptr(retryMS), int64Ptr(capMS))
 	return q, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/resultset"
 	"readpast/internal/sqlrun"
 	"readpast/internal/sqlscript"
 )
@@ -70,10 +71,12 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	held := s.now()
+	capture := resultset.FromContext(ctx)
 	_ = sqlrun.WithSQLiteContext(ctx, func() error {
-		res.RowsAffected, res.BodyErr = runBody(ctx, tx, runs)
+		res.RowsAffected, res.BodyErr = runBody(ctx, tx, runs, capture)
 		return nil
 	})
+	res.Results = capture.Encoded()
 
 	dctx, cancel := queue.Detached(ctx)
 	defer cancel()
@@ -87,6 +90,7 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 
 	now := s.now()
 	a.Outcome, a.Error, a.RowsAffected, a.FinishedAt = queue.OutcomeSucceeded, "", res.RowsAffected, fromMicros(now)
+	a.Results = res.Results
 	fin, err := endAttempt(prepared(tx), now, a, false)
 	if err == nil && fin.Err == nil {
 		err = compensateLeases(dctx, tx, held, now)
@@ -114,7 +118,7 @@ const bodySavepoint = "readpast_body"
 // fails; sqlite3_interrupt stops a statement when ctx ends. total_changes()
 // counts rows written on the connection (changes() would repeat the last DML's
 // count after a DDL statement).
-func runBody(ctx context.Context, tx *sql.Tx, runs []sqlscript.Run) (int64, error) {
+func runBody(ctx context.Context, tx *sql.Tx, runs []sqlscript.Run, capture *resultset.Capture) (int64, error) {
 	var before, after int64
 	if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
 		return 0, err
@@ -123,7 +127,7 @@ func runBody(ctx context.Context, tx *sql.Tx, runs []sqlscript.Run) (int64, erro
 		return 0, err
 	}
 	for _, r := range runs {
-		if _, err := tx.ExecContext(ctx, r.Text); err != nil {
+		if err := sqlrun.ExecSQLite(ctx, tx, r.Text, capture); err != nil {
 			if ctx.Err() != nil {
 				err = context.Cause(ctx)
 			}

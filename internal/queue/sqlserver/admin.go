@@ -111,6 +111,10 @@ func updateQueueArgs(name string, u queue.QueueUpdate) []any {
 	if u.DefaultTarget != nil {
 		defaultTarget = *u.DefaultTarget
 	}
+	resultRows := 0
+	if u.ResultRows != nil {
+		resultRows = *u.ResultRows
+	}
 	interval, capMS := queue.RetryMillis(u.Retry)
 	return []any{
 		sql.Named("name", name),
@@ -129,6 +133,8 @@ func updateQueueArgs(name string, u queue.QueueUpdate) []any {
 		sql.Named("set_retry", bit(u.Retry != nil || u.ClearRetry)),
 		sql.Named("retry_interval_ms", nullMillis(interval)),
 		sql.Named("retry_cap_ms", nullMillis(capMS)),
+		sql.Named("set_result_rows", bit(u.ResultRows != nil)),
+		sql.Named("result_rows", resultRows),
 	}
 }
 

@@ -232,6 +232,7 @@ func finishArgs(a queue.Attempt, mode finishMode, backoffs [12]int32) []any {
 		sql.Named("finished", datetime2(a.FinishedAt)),
 		sql.Named("rows", a.RowsAffected),
 		sql.Named("messages", nullMaxText(a.Messages)),
+		sql.Named("results", nullMaxText(a.Results)),
 		sql.Named("release", bit(mode == modeRelease)),
 		sql.Named("uncounted", bit(a.Uncounted)),
 		sql.Named("reclaim", bit(mode == modeReclaim)),

@@ -103,7 +103,7 @@ func (s *Store) QueueSettings(ctx context.Context) ([]queue.Queue, error) {
 			workers, maxRunning sql.NullInt64
 			retryMS, capMS      sql.NullInt64
 		)
-		err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy, &q.DefaultTarget, &retryMS, &capMS)
+		err := r.Scan(&q.Name, &workers, &maxRunning, &q.Paused, &q.UpdatedAt, &q.UpdatedBy, &q.DefaultTarget, &retryMS, &capMS, &q.ResultRows)
 		q.Workers, q.MaxRunning, q.UpdatedAt = intPtr(workers), intPtr(maxRunning), q.UpdatedAt.UTC()
 		q.Retry = queue.RetryOf(nullInt64(retryMS), nullInt64(capMS))
 		return q, err

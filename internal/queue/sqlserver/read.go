@@ -119,7 +119,7 @@ func (s *Store) queues(ctx context.Context, name string) ([]queue.Queue, error) 
 			updated             sql.NullTime
 			retryMS, capMS      sql.NullInt64
 		)
-		err := r.Scan(&x.q.Name, &workers, &maxRunning, &x.q.Paused, &updated, &x.q.UpdatedBy, &x.state, &count, &x.q.DefaultTarget, &retryMS, &capMS)
+		err := r.Scan(&x.q.Name, &workers, &maxRunning, &x.q.Paused, &updated, &x.q.UpdatedBy, &x.state, &count, &x.q.DefaultTarget, &retryMS, &capMS, &x.q.ResultRows)
 		x.q.Retry = queue.RetryOf(nullInt64(retryMS), nullInt64(capMS))
 		x.q.UpdatedAt = utc(updated)
 		x.q.Workers = intPtr(workers)

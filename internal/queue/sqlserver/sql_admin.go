@@ -291,6 +291,7 @@ SET workers     = CASE WHEN @set_workers = 1 THEN @workers ELSE workers END,
     default_target = CASE WHEN @set_default_target = 1 THEN @default_target ELSE default_target END,
     retry_interval_ms = CASE WHEN @set_retry = 1 THEN @retry_interval_ms ELSE retry_interval_ms END,
     retry_cap_ms      = CASE WHEN @set_retry = 1 THEN @retry_cap_ms ELSE retry_cap_ms END,
+    result_rows = CASE WHEN @set_result_rows = 1 THEN @result_rows ELSE result_rows END,
     updated_at  = SYSUTCDATETIME(),
     updated_by  = @actor
 WHERE name = @name;
@@ -305,6 +306,7 @@ COMMIT TRAN;
 		"set_max_running", "max_running", "set_paused", "paused", "detail",
 		"set_default_target", "default_target",
 		"set_retry", "retry_interval_ms", "retry_cap_ms",
+		"set_result_rows", "result_rows",
 	},
 }
 

@@ -159,6 +159,7 @@ BEGIN
     INSERT INTO @counted (queue, state, n) VALUES (@queue, @before, -1);
 ` + countRollup + `
     DELETE FROM dbo.readpast_attempts WITH (ROWLOCK) WHERE task_id = @id;
+    DELETE FROM dbo.readpast_results WITH (ROWLOCK) WHERE task_id = @id;
     INSERT INTO dbo.readpast_audit (actor, action, target, detail)
     VALUES (@actor, N'delete', CONCAT(N'task ', @id), @before);
     SET @deleted = 1;

@@ -186,6 +186,14 @@ BEGIN
             @start_at, @fin_at, @busy_ms,
             @outcome, COALESCE(@error, N''), @rows, COALESCE(@messages, N''));
 
+    -- The result output the attempt kept (docs/QUEUE.md, "Result output"),
+    -- only when its queue keeps any: a new row of its own key, which no one
+    -- else writes (the lease fences the attempt), so it waits for no one.
+    IF @results IS NOT NULL
+        INSERT INTO dbo.readpast_results (task_id, attempt, results)
+        SELECT @id, @attempt, @results
+        WHERE NOT EXISTS (SELECT 1 FROM dbo.readpast_results AS r WHERE r.task_id = @id AND r.attempt = @attempt);
+
     -- Lock order 7: the run row of a job step (sql_jobs_step.go).
 ` + stepFollow + `
     -- Lock order 8: the alert outbox (docs/ALERTS.md). A task that failed for
@@ -208,7 +216,7 @@ SELECT @lost AS lost, @state AS state, @available AS available_at;
 
 var finishParams = []string{
 	"id", "token", "outcome", "error", "node", "worker", "session", "started", "finished",
-	"rows", "messages", "release", "reclaim", "uncounted",
+	"rows", "messages", "results", "release", "reclaim", "uncounted",
 	"b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12",
 }
 

@@ -108,7 +108,7 @@ SET XACT_ABORT ON;
 BEGIN TRAN;
 
 DECLARE @old TABLE (id bigint NOT NULL PRIMARY KEY, attempts int NOT NULL);
-DECLARE @gone TABLE (queue nvarchar(64) NOT NULL, state varchar(10) NOT NULL);
+DECLARE @gone TABLE (id bigint NOT NULL, queue nvarchar(64) NOT NULL, state varchar(10) NOT NULL);
 ` + rollupDeclarations + `
 INSERT INTO @old (id, attempts)
 SELECT TOP (@batch) t.id, t.attempts
@@ -118,10 +118,17 @@ WHERE t.state IN ('succeeded', 'failed', 'cancelled')
 ORDER BY t.finished_at;
 
 DELETE t
-OUTPUT deleted.queue, deleted.state INTO @gone (queue, state)
+OUTPUT deleted.id, deleted.queue, deleted.state INTO @gone (id, queue, state)
 FROM dbo.readpast_tasks AS t WITH (ROWLOCK, FORCESEEK)
 WHERE t.id IN (SELECT o.id FROM @old AS o)
   AND t.state IN ('succeeded', 'failed', 'cancelled');
+
+-- Their result output (docs/QUEUE.md, "Result output"), by its key: rows
+-- only a finish of the same task writes, which takes the task's row first,
+-- as this did, so the order is the finish's.
+DELETE r
+FROM dbo.readpast_results AS r WITH (ROWLOCK)
+WHERE r.task_id IN (SELECT g.id FROM @gone AS g);
 
 INSERT INTO @counted (queue, state, n)
 SELECT g.queue, g.state, -COUNT_BIG(*)
@@ -140,7 +147,7 @@ SELECT COUNT_BIG(*) FROM @gone;
 var queueSettingsQuery = query{
 	name: "queue-settings",
 	text: readCommitted + `SELECT q.name, q.workers, q.max_running, q.paused, q.updated_at, q.updated_by, q.default_target,
-       q.retry_interval_ms, q.retry_cap_ms
+       q.retry_interval_ms, q.retry_cap_ms, q.result_rows
 FROM dbo.readpast_queues AS q
 ORDER BY q.name;
 `,

@@ -125,7 +125,8 @@ var queuesQuery = query{
     SELECT k.queue FROM counts AS k
 )
 SELECT n.name, q.workers, q.max_running, COALESCE(q.paused, CAST(0 AS bit)), q.updated_at,
-       COALESCE(q.updated_by, N''), c.state, c.n, COALESCE(q.default_target, N''), q.retry_interval_ms, q.retry_cap_ms
+       COALESCE(q.updated_by, N''), c.state, c.n, COALESCE(q.default_target, N''), q.retry_interval_ms, q.retry_cap_ms,
+       COALESCE(q.result_rows, 0)
 FROM names AS n
 LEFT JOIN dbo.readpast_queues AS q ON q.name = n.name
 LEFT JOIN counts AS c ON c.queue = n.name

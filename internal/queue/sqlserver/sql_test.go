@@ -73,6 +73,7 @@ func allBoundQueries(t *testing.T) []boundQuery {
 		{queuesQuery, queuesArgs("q")},
 		{groupsQuery, nil},
 		{taskAttemptsQuery, idArgs("task_id", 1)},
+		{taskResultsQuery, idArgs("task_id", 1)},
 		{registerNodeBatch, registerNodeArgs(queue.Node{ID: "n1", Hostname: "h", PID: 1})},
 		{heartbeatNodeBatch, nodeInfoArgs("n1", "")},
 		{stopNodeBatch, stopNodeArgs("n1")},

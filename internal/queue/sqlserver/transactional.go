@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"readpast/internal/queue"
+	"readpast/internal/resultset"
 	"readpast/internal/sqlrun"
 	"readpast/internal/sqlscript"
 )
@@ -116,8 +117,9 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 	}
 	res.SessionID = fmt.Sprint(spid)
 	msgs := &sqlrun.Messages{}
-	res.RowsAffected, res.BodyErr = runBody(ctx, conn, runs, msgs)
-	res.Messages = msgs.String()
+	capture := resultset.FromContext(ctx)
+	res.RowsAffected, res.BodyErr = runBody(ctx, conn, runs, msgs, capture)
+	res.Messages, res.Results = msgs.String(), capture.Encoded()
 
 	dctx, cancel := queue.Detached(ctx)
 	defer cancel()
@@ -176,10 +178,10 @@ SELECT CAST(0 AS bit);`,
 
 // runBody runs the batches in order on conn, each as many times as its
 // "GO n" says, and stops after the first that raised an error.
-func runBody(ctx context.Context, conn *sql.Conn, runs []sqlscript.Run, msgs *sqlrun.Messages) (int64, error) {
+func runBody(ctx context.Context, conn *sql.Conn, runs []sqlscript.Run, msgs *sqlrun.Messages, capture *resultset.Capture) (int64, error) {
 	var rows int64
 	for _, r := range runs {
-		n, err := sqlrun.RunMSSQL(ctx, conn, r.Text, msgs)
+		n, err := sqlrun.RunMSSQLCapturing(ctx, conn, r.Text, msgs, capture)
 		rows += n
 		if err != nil {
 			if len(runs) > 1 {

@@ -19,6 +19,7 @@ type queuePost struct {
 	// DefaultTarget: where its tasks that name no target run (absent or
 	// null: the node's default target).
 	DefaultTarget *string `json:"default_target"`
+	ResultRows    *int    `json:"result_rows"` // absent: 0, no result output kept
 }
 
 // createQueue is POST /api/queues (operator): makes a queue before any task
@@ -34,7 +35,8 @@ func (h *Handler) createQueue(c echo.Context) error {
 	}
 	paused := in.Paused
 	q, err := h.d.Ops.CreateQueue(c.Request().Context(), auth.Actor(c), *in.Name,
-		queue.QueueUpdate{Workers: in.Workers, MaxRunning: in.MaxRunning, Paused: &paused, DefaultTarget: in.DefaultTarget})
+		queue.QueueUpdate{Workers: in.Workers, MaxRunning: in.MaxRunning, Paused: &paused, DefaultTarget: in.DefaultTarget,
+			ResultRows: in.ResultRows})
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,15 @@ type Queue struct {
 	// node's default target.
 	DefaultTarget *string    `json:"default_target"`
 	Retry         *RetryJSON `json:"retry"` // the wait before a retry of its tasks; null: the default back-off
+	// ResultRows is how many rows of their result sets its attempts keep
+	// (0: none, the default; docs/QUEUE.md, "Result output").
+	ResultRows int `json:"result_rows"`
 }
 
 func toQueue(q queue.Queue) Queue {
 	o := Queue{Name: q.Name, Workers: q.Workers, MaxRunning: q.MaxRunning, Paused: q.Paused, DefaultTarget: orNull(q.DefaultTarget),
-		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}, Retry: toRetry(q.Retry)}
+		UpdatedAt: optTime(q.UpdatedAt), UpdatedBy: orNull(q.UpdatedBy), Counts: map[string]int64{}, Retry: toRetry(q.Retry),
+		ResultRows: q.ResultRows}
 	for _, st := range queue.States {
 		o.Counts[string(st)] = q.Counts[st]
 	}
@@ -91,6 +95,7 @@ type queuePatch struct {
 	Retry      optional[RetryJSON] `json:"retry"` // null: back to the default back-off
 	// DefaultTarget: null or "" clears it.
 	DefaultTarget optional[string] `json:"default_target"`
+	ResultRows    optional[int]    `json:"result_rows"` // 0 keeps no result output
 }
 
 // updateQueue is PATCH /api/queues/{name}: every node applies it within a second.
@@ -101,8 +106,10 @@ func (h *Handler) updateQueue(c echo.Context) error {
 	}
 	var u queue.QueueUpdate
 	switch {
-	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set && !in.DefaultTarget.Set && !in.Retry.Set:
-		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running, paused, default_target or retry"}
+	case !in.Workers.Set && !in.MaxRunning.Set && !in.Paused.Set && !in.DefaultTarget.Set && !in.Retry.Set && !in.ResultRows.Set:
+		return &queue.ValidationError{Field: "body", Reason: "changes nothing: give workers, max_running, paused, default_target, retry or result_rows"}
+	case in.ResultRows.Null:
+		return &queue.ValidationError{Field: "result_rows", Reason: "cannot be null: give 0 (keep no result output) to 1000 rows per attempt"}
 	case in.Workers.Null:
 		return &queue.ValidationError{Field: "workers", Reason: "cannot be null: give 0 to 1000 workers per node"}
 	case in.Paused.Null:
@@ -122,6 +129,7 @@ func (h *Handler) updateQueue(c echo.Context) error {
 	if in.DefaultTarget.Set {
 		u.DefaultTarget = &in.DefaultTarget.V // null: ""
 	}
+	u.ResultRows = in.ResultRows.ptr()
 	if in.Retry.Null {
 		u.ClearRetry = true
 	} else if in.Retry.Set {

@@ -182,6 +182,9 @@ type TaskDetail struct {
 	Task
 	Why *string    `json:"why"`
 	Log []logs.Row `json:"log"`
+	// Results is the result output its attempts kept, oldest first
+	// (docs/QUEUE.md, "Result output"); empty when its queue keeps none.
+	Results []logs.AttemptResults `json:"results"`
 }
 
 func toTask(t *queue.Task) Task {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"readpast/internal/logs"
 	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/web/auth"
@@ -216,6 +217,9 @@ func (h *Handler) getTask(c echo.Context) error {
 		return err
 	}
 	d := toTaskDetail(t, recs)
+	if d.Results, err = logs.TaskResults(ctx, h.d.Store, id); err != nil {
+		return err
+	}
 	if why := h.whyTarget(ctx, t); why != "" {
 		d.Why = &why
 	}

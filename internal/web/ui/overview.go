@@ -57,6 +57,7 @@ func (u *Pages) renderOverview(c echo.Context, status int, refused *queueFormSta
 			if v.Queues[i].Name == refused.Queue {
 				v.Queues[i].Workers, v.Queues[i].MaxRunning = refused.Values.Workers, refused.Values.MaxRunning
 				v.Queues[i].DefaultTarget = refused.Values.DefaultTarget
+				v.Queues[i].ResultRows = refused.Values.ResultRows
 				v.Queues[i].Errors = refused.Errors
 			}
 		}
@@ -97,6 +98,7 @@ func queueRow(q queue.Queue, p poolTotals, spark templates.Sparkline) templates.
 		r.Workers = strconv.Itoa(*q.Workers)
 	}
 	r.DefaultTarget = q.DefaultTarget
+	r.ResultRows = strconv.Itoa(q.ResultRows)
 	if q.MaxRunning != nil {
 		r.MaxRunning = strconv.Itoa(*q.MaxRunning)
 	}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -113,6 +114,18 @@ func parseQueueForm(c echo.Context, settings bool) (queue.QueueUpdate, templates
 		values.DefaultTarget = strings.TrimSpace(c.FormValue("default_target"))
 		if values.DefaultTarget != strings.TrimSpace(c.FormValue("default_target_was")) {
 			upd.DefaultTarget = &values.DefaultTarget
+		}
+	}
+	// Result rows likewise, only when changed ("" is 0: none kept).
+	if _, ok := c.Request().PostForm["result_rows"]; ok {
+		values.ResultRows = strings.TrimSpace(c.FormValue("result_rows"))
+		if values.ResultRows != strings.TrimSpace(c.FormValue("result_rows_was")) {
+			n, err := strconv.Atoi(cmp.Or(values.ResultRows, "0"))
+			if err != nil {
+				errs["result_rows"] = fmt.Sprintf("%q: use a whole number of rows from 0 (keep no result output) to %d", values.ResultRows, queue.MaxResultRows)
+			} else { // queue.CheckQueueUpdate refuses one out of range
+				upd.ResultRows = &n
+			}
 		}
 	}
 	if values.MaxRunning == "" {

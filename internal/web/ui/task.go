@@ -28,6 +28,9 @@ func (u *Pages) task(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if v.Results, err = u.taskResults(ctx, id); err != nil {
+		return err
+	}
 	v.Page = u.page(c, "tasks", fmt.Sprintf("Task %d", id), templates.Live{View: "task", Query: "id=" + strconv.FormatInt(id, 10)}, nil)
 	return render(c, 200, templates.TaskPage(v))
 }

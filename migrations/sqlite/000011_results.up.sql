@@ -1,0 +1,15 @@
+-- Result output (docs/QUEUE.md, "Result output"): a queue's result_rows says
+-- how many rows of its result sets an attempt keeps (0, the default: none),
+-- and readpast_results holds what each attempt kept, one row per attempt
+-- that kept any, written in the transaction that ends the attempt. It is a
+-- table of its own, not a column of readpast_attempts, so no read of the
+-- execution log carries it; it goes with its task (retention's purge of
+-- finished tasks, a task's delete).
+ALTER TABLE readpast_queues ADD COLUMN result_rows INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE readpast_results (
+    task_id INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    results TEXT NOT NULL,
+    PRIMARY KEY (task_id, attempt)
+) WITHOUT ROWID;
