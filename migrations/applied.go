@@ -18,34 +18,37 @@ import (
 // its check here on every dialect (TestEveryMigrationHasAnAppliedCheck).
 var appliedChecks = map[dialect.Dialect]map[uint]string{
 	dialect.SQLServer: {
-		1: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_tasks', N'U') IS NULL THEN 0 ELSE 1 END;",
-		2: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'committed_token') IS NULL THEN 0 ELSE 1 END;",
-		3: "SELECT 1;", // the file changes nothing on SQL Server
-		4: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'target') IS NULL THEN 0 ELSE 1 END;",
-		5: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_jobs', N'U') IS NULL THEN 0 ELSE 1 END;",
-		6: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_alert_events', N'U') IS NULL THEN 0 ELSE 1 END;",
-		7: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_bulk_ops', N'U') IS NULL THEN 0 ELSE 1 END;",
-		8: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_groups', N'has_free') IS NULL THEN 0 ELSE 1 END;",
+		1:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_tasks', N'U') IS NULL THEN 0 ELSE 1 END;",
+		2:  "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'committed_token') IS NULL THEN 0 ELSE 1 END;",
+		3:  "SELECT 1;", // the file changes nothing on SQL Server
+		4:  "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_tasks', N'target') IS NULL THEN 0 ELSE 1 END;",
+		5:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_jobs', N'U') IS NULL THEN 0 ELSE 1 END;",
+		6:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_alert_events', N'U') IS NULL THEN 0 ELSE 1 END;",
+		7:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_bulk_ops', N'U') IS NULL THEN 0 ELSE 1 END;",
+		8:  "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_groups', N'has_free') IS NULL THEN 0 ELSE 1 END;",
+		12: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_schedules', N'targets') IS NULL THEN 0 ELSE 1 END;",
 	},
 	dialect.Postgres: {
-		1: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
-		2: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_tasks' AND column_name = 'committed_token'",
-		3: "SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = current_schema()::regnamespace AND proname = 'readpast_release_uncounted'",
-		4: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_tasks' AND column_name = 'target'",
-		5: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_jobs'",
-		6: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_alert_events'",
-		7: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_bulk_ops'",
-		8: "SELECT 1", // the file changes nothing on PostgreSQL
+		1:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
+		2:  "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_tasks' AND column_name = 'committed_token'",
+		3:  "SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = current_schema()::regnamespace AND proname = 'readpast_release_uncounted'",
+		4:  "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_tasks' AND column_name = 'target'",
+		5:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_jobs'",
+		6:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_alert_events'",
+		7:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_bulk_ops'",
+		8:  "SELECT 1", // the file changes nothing on PostgreSQL
+		12: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_schedules' AND column_name = 'targets'",
 	},
 	dialect.SQLite: {
-		1: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_tasks'",
-		2: "SELECT 1", // the file changes nothing on SQLite
-		3: "SELECT 1", // nor this one
-		4: "SELECT count(*) FROM pragma_table_info('readpast_tasks') WHERE name = 'target'",
-		5: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_jobs'",
-		6: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_alert_events'",
-		7: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_bulk_ops'",
-		8: "SELECT 1", // the file changes nothing on SQLite
+		1:  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_tasks'",
+		2:  "SELECT 1", // the file changes nothing on SQLite
+		3:  "SELECT 1", // nor this one
+		4:  "SELECT count(*) FROM pragma_table_info('readpast_tasks') WHERE name = 'target'",
+		5:  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_jobs'",
+		6:  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_alert_events'",
+		7:  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_bulk_ops'",
+		8:  "SELECT 1", // the file changes nothing on SQLite
+		12: "SELECT count(*) FROM pragma_table_info('readpast_schedules') WHERE name = 'targets'",
 	},
 }
 
