@@ -113,7 +113,7 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 
 // RunSchedule implements queue.Store. It waits for a fire or change that
 // holds the schedule's row (an operator's action, not a firer's race).
-func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+func (s *Store) RunSchedule(ctx context.Context, name, actor string, fan *queue.FanOutFire) (queue.Enqueued, error) {
 	var out queue.Enqueued
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var skip bool
@@ -128,7 +128,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 			out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			return nil
 		}
-		id, err := s.startRun(ctx, tx, r, actor, time.Time{}, nil)
+		id, err := s.startRun(ctx, tx, r, actor, time.Time{}, fan)
 		if err != nil {
 			return err
 		}

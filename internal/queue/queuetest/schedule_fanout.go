@@ -148,6 +148,37 @@ var scheduleFanOutTests = map[string]func(*testing.T, Harness){
 		require.Len(t, tasks, 1)
 		require.Equal(t, "db9", tasks[0].Target)
 	},
+	"run_now_fans_out_with_the_targets_resolved_now": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.publishTargets(t)
+		b.createSchedule(t, queue.ScheduleDef{Name: "adhoc", Cron: "@daily",
+			Task: queue.ScheduleTask{Queue: "fan", Body: "SELECT 1", Targets: []string{"tag:prod", "db4"}, FanOutLimit: 1}})
+		_, err := b.s.RunSchedule(b.ctx, "adhoc", "ann", nil)
+		require.Error(t, err, "a fan-out's run needs its targets resolved")
+		stale := &queue.FanOutFire{Selectors: []string{"db4"}, Targets: []string{"db4"}, Group: "fanout-stale", Limit: 1}
+		_, err = b.s.RunSchedule(b.ctx, "adhoc", "ann", stale)
+		require.Error(t, err, "resolved from other selectors than the schedule's")
+		require.Empty(t, b.scheduleTasks(t, "adhoc"), "a refused run writes nothing")
+
+		ed := schedule.Editor{Store: b.s, Resolve: ops.FanOutResolver(b.s, time.Minute)}
+		run, err := ed.RunSchedule(b.ctx, "adhoc", "ann")
+		require.NoError(t, err)
+		require.False(t, run.Duplicate)
+		tasks := b.scheduleTasks(t, "adhoc")
+		require.Len(t, tasks, 4, "db1, db2, db3 (prod) and db4")
+		var targets []string
+		for _, task := range tasks {
+			require.Equal(t, b.get(t, run.ID).Group, task.Group, "one fan-out")
+			require.True(t, task.FireAt.IsZero(), "a Run now has no fire time")
+			targets = append(targets, task.Target)
+		}
+		slices.Sort(targets)
+		require.Equal(t, []string{"db1", "db2", "db3", "db4"}, targets)
+		again, err := ed.RunSchedule(b.ctx, "adhoc", "ann")
+		require.NoError(t, err)
+		require.True(t, again.Duplicate, "overlap skip: the fan-out is unfinished")
+		require.Len(t, b.scheduleTasks(t, "adhoc"), 4)
+	},
 	"a_fanout_template_is_checked_and_kept": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		var ve *queue.ValidationError
@@ -179,7 +210,7 @@ var scheduleFanOutTests = map[string]func(*testing.T, Harness){
 		got, err = b.ed.UpdateSchedule(b.ctx, "one", queue.ScheduleUpdate{Targets: &none, FanOutLimit: &zero, Actor: "ann"})
 		require.NoError(t, err)
 		require.Empty(t, got.Task.Targets, "cleared: one task per fire again")
-		run, err := b.s.RunSchedule(b.ctx, "one", "ann")
+		run, err := b.s.RunSchedule(b.ctx, "one", "ann", nil)
 		require.NoError(t, err)
 		require.Empty(t, b.get(t, run.ID).Group)
 	},

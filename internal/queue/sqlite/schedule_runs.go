@@ -102,7 +102,7 @@ const unfinishedLastRun = `(EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = 
 	           WHERE j.name = s.job_name AND r.state = 'running'))`
 
 // RunSchedule implements queue.Store.
-func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+func (s *Store) RunSchedule(ctx context.Context, name, actor string, fan *queue.FanOutFire) (queue.Enqueued, error) {
 	var out queue.Enqueued
 	err := s.write(ctx, "running schedule "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var skip bool
@@ -117,7 +117,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 			out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			return nil
 		}
-		id, err := s.startRun(ctx, tx, now, r, actor, time.Time{}, nil)
+		id, err := s.startRun(ctx, tx, now, r, actor, time.Time{}, fan)
 		if err != nil {
 			return err
 		}

@@ -136,7 +136,7 @@ func linkRunArgs(r queue.ScheduleRun, taskID int64, fireAt time.Time) []any {
 }
 
 // RunSchedule implements queue.Store.
-func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+func (s *Store) RunSchedule(ctx context.Context, name, actor string, fan *queue.FanOutFire) (queue.Enqueued, error) {
 	var out queue.Enqueued
 	err := retryConflicts(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
@@ -153,7 +153,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 			case skip:
 				out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			default:
-				id, err := s.startRun(ctx, c, r, actor, time.Time{}, nil)
+				id, err := s.startRun(ctx, c, r, actor, time.Time{}, fan)
 				if err != nil {
 					return err
 				}
