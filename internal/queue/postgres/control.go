@@ -89,15 +89,11 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 
 // SetGroupLimit implements queue.Store.
 func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, actor string) error {
-	err := s.exec(ctx, setGroupLimitSQL, name, maxRunning, actor)
+	err := s.exec(ctx, `WITH g AS (
+			INSERT INTO readpast_groups AS g (name, max_running, updated_by) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO UPDATE SET max_running = $2, updated_at = now(), updated_by = $3
+			RETURNING name)
+		INSERT INTO readpast_audit (actor, action, target, detail)
+		SELECT $3, 'set_group_limit', 'group ' || g.name, $2::text FROM g`, name, maxRunning, actor)
 	return wrap(err, "setting the limit of group %s", name)
 }
-
-// setGroupLimitSQL sets group $1's limit to $2 as actor $3, creating the
-// group, audited, in one statement.
-const setGroupLimitSQL = `WITH g AS (
-		INSERT INTO readpast_groups AS g (name, max_running, updated_by) VALUES ($1, $2, $3)
-		ON CONFLICT (name) DO UPDATE SET max_running = $2, updated_at = now(), updated_by = $3
-		RETURNING name)
-	INSERT INTO readpast_audit (actor, action, target, detail)
-	SELECT $3, 'set_group_limit', 'group ' || g.name, $2::text FROM g`

@@ -62,7 +62,10 @@ func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r queue.ScheduleRun, cr
 		if err != nil {
 			return 0, err
 		}
-		if _, err := tx.Exec(ctx, setGroupLimitSQL, fan.Group, fan.Limit, createdBy); err != nil {
+		// The group is new (queue.NewFanOutGroup). Like the fire, it is not
+		// audited: its tasks say who made them (created_by).
+		if _, err := tx.Exec(ctx, `INSERT INTO readpast_groups (name, max_running, updated_by) VALUES ($1, $2, $3)`,
+			fan.Group, fan.Limit, createdBy); err != nil {
 			return 0, err
 		}
 		rows, err := tx.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)

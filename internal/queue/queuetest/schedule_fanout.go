@@ -104,6 +104,7 @@ var scheduleFanOutTests = map[string]func(*testing.T, Harness){
 		b.publishTargets(t)
 		s := b.createSchedule(t, queue.ScheduleDef{Name: "prod-sweep", Cron: "* * * * * *",
 			Task: queue.ScheduleTask{Queue: "fan", Body: "SELECT 1", MaxAttempts: 1, Targets: []string{"db1", "tag:prod"}}})
+		audits := b.env.QueryInt(t, "SELECT count(*) FROM readpast_audit")
 		b.fireFanOut(t, s.NextFireAt)
 		tasks := b.scheduleTasks(t, "prod-sweep")
 		require.Len(t, tasks, 3, "db1 named and tagged counts once")
@@ -125,6 +126,8 @@ var scheduleFanOutTests = map[string]func(*testing.T, Harness){
 		p = b.fireFanOut(t, s.NextFireAt.Add(2*time.Second))
 		require.Equal(t, queue.FireEnqueued, p.Fired[0].Outcome, "every task of the fan-out ended")
 		require.Len(t, b.scheduleTasks(t, "prod-sweep"), 6)
+		require.Equal(t, audits, b.env.QueryInt(t, "SELECT count(*) FROM readpast_audit"),
+			"fires are not audited, nor the groups they make: a schedule firing every minute would grow the audit log")
 	},
 	"a_fire_whose_targets_match_nothing_fails_and_is_tried_again": func(t *testing.T, h Harness) {
 		b := setup(t, h)

@@ -198,19 +198,14 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u queue.QueueUpdat
 // SetGroupLimit implements queue.Store.
 func (s *Store) SetGroupLimit(ctx context.Context, name string, maxRunning int, actor string) error {
 	return s.write(ctx, "setting limit of group "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
-		return s.setGroupLimitTx(tx, now, name, maxRunning, actor)
+		_, err := tx.Exec(`INSERT INTO readpast_groups (name, max_running, updated_at, updated_by) VALUES (?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
+			updated_at = excluded.updated_at, updated_by = excluded.updated_by`, name, maxRunning, now, actor)
+		if err != nil {
+			return err
+		}
+		return s.audit(tx, now, actor, "set_group_limit", "group "+name, strconv.Itoa(maxRunning))
 	})
-}
-
-// setGroupLimitTx sets a group's limit in tx, creating the group, audited.
-func (s *Store) setGroupLimitTx(tx *sql.Tx, now int64, name string, maxRunning int, actor string) error {
-	_, err := tx.Exec(`INSERT INTO readpast_groups (name, max_running, updated_at, updated_by) VALUES (?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
-		updated_at = excluded.updated_at, updated_by = excluded.updated_by`, name, maxRunning, now, actor)
-	if err != nil {
-		return err
-	}
-	return s.audit(tx, now, actor, "set_group_limit", "group "+name, strconv.Itoa(maxRunning))
 }
 
 func stringOrNull(p *string) sql.NullString {

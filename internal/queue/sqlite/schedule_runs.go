@@ -52,7 +52,10 @@ func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r queue.Sch
 		if err != nil {
 			return 0, err
 		}
-		if err := s.setGroupLimitTx(tx, now, fan.Group, fan.Limit, createdBy); err != nil {
+		// The group is new (queue.NewFanOutGroup). Like the fire, it is not
+		// audited: its tasks say who made them (created_by).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO readpast_groups (name, max_running, updated_at, updated_by) VALUES (?, ?, ?, ?)`,
+			fan.Group, fan.Limit, now, createdBy); err != nil {
 			return 0, err
 		}
 		res, err := enqueueTx(ctx, tx, now, tasks)

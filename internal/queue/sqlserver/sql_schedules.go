@@ -260,8 +260,9 @@ WHERE id = @id;
 	params: []string{"id", "name", "task_id", "fire_at"},
 }
 
-// fanOutGroupBatch creates a fire's fan-out group with its limit, audited,
-// inside the fire's transaction, before the enqueue batch (which then finds
+// fanOutGroupBatch creates a fire's fan-out group with its limit inside the
+// fire's transaction (not audited, as the fire is not: its tasks say who
+// made them), before the enqueue batch (which then finds
 // the group and creates none). The name is new (queue.NewFanOutGroup): a
 // plain INSERT takes the X lock of its one new key and no key range, so it
 // waits for no one; it is a group row, step 3 of the package's lock order,
@@ -271,9 +272,6 @@ var fanOutGroupBatch = query{
 	text: readCommitted + `SET NOCOUNT ON;
 INSERT INTO dbo.readpast_groups (name, max_running, has_free, updated_by)
 VALUES (@group_name, @max_running, CASE WHEN @max_running > 0 THEN 1 ELSE 0 END, @actor);
-
-INSERT INTO dbo.readpast_audit (actor, action, target, detail)
-VALUES (@actor, N'set_group_limit', CONCAT(N'group ', @group_name), CAST(@max_running AS nvarchar(12)));
 `,
 	params: []string{"group_name", "max_running", "actor"},
 }
