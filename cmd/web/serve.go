@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"readpast/internal/dialect"
+	"readpast/internal/ops"
 	"readpast/internal/queue"
 	"readpast/internal/queue/open"
 	"readpast/internal/schedule"
@@ -71,7 +72,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 
-	scheduler := schedule.New(store, log, schedule.Config{Poll: cfg.Poll, Enqueued: node.Wake})
+	// A schedule that fans out is resolved by the node that fires it, among
+	// the targets the live nodes publish (docs/SCHEDULES.md, "Fan-out").
+	scheduler := schedule.New(store, log, schedule.Config{Poll: cfg.Poll, Enqueued: node.Wake,
+		Resolve: ops.FanOutResolver(store, cfg.Lease)})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

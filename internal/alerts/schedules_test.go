@@ -60,7 +60,7 @@ func TestLongRunAgainstTheMedianOfPastRuns(t *testing.T) {
 		Task: queue.ScheduleTask{Queue: "etl", Body: "SELECT 1"}}, "test")
 	require.NoError(t, err)
 	claim := func() *queue.Task {
-		_, err := e.Store.RunSchedule(e.Ctx, "hourly", "test")
+		_, err := e.Store.RunSchedule(e.Ctx, "hourly", "test", nil)
 		require.NoError(t, err)
 		got, err := e.Store.Claim(e.Ctx, queue.ClaimParams{Queue: "etl", Owner: "n0/w1", Limit: 1, LeaseDuration: time.Hour})
 		require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestFailedScheduleRecovers(t *testing.T) {
 		"rules": [{"name": "nightly", "kind": "task_failed", "schedules": ["nightly"], "window": "0s", "recovery": true, "operators": ["ops"]}]}`, rc.URL, hookSecret),
 		"n1", &syncBuffer{}, alerts.Options{CheckEvery: 100 * time.Millisecond})
 	run := func(o queue.Outcome) {
-		_, err := e.Store.RunSchedule(e.Ctx, "nightly", "test")
+		_, err := e.Store.RunSchedule(e.Ctx, "nightly", "test", nil)
 		require.NoError(t, err)
 		got, err := e.Store.Claim(e.Ctx, queue.ClaimParams{Queue: "etl", Owner: "n0/w1", Limit: 1, LeaseDuration: time.Hour})
 		require.NoError(t, err)

@@ -145,7 +145,7 @@ func seedScheduleRuns(ctx context.Context, s queue.Store) error {
 		return fmt.Errorf("schedule %s: %w", historySchedule, err)
 	}
 	for range livePending {
-		if _, err := s.RunSchedule(ctx, historySchedule, "bench"); err != nil {
+		if _, err := s.RunSchedule(ctx, historySchedule, "bench", nil); err != nil {
 			return fmt.Errorf("schedule %s: %w", historySchedule, err)
 		}
 	}

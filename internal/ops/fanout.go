@@ -2,10 +2,7 @@ package ops
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -17,11 +14,11 @@ import (
 // and the group's limit says how many servers run it at once.
 
 // FanOutPrefix starts the name of every fan-out's group.
-const FanOutPrefix = "fanout-"
+const FanOutPrefix = queue.FanOutPrefix
 
 // MaxFanOut bounds the targets of one fan-out: its page lists every task in
 // one bounded read.
-const MaxFanOut = 1000
+const MaxFanOut = queue.MaxFanOut
 
 // FanOut is what an enqueue to many targets made.
 type FanOut struct {
@@ -34,19 +31,8 @@ type FanOut struct {
 // transaction, grouped as one fan-out of which at most limit run at once (0:
 // all of them).
 func (o *Ops) EnqueueFanOut(ctx context.Context, actor string, tmpl queue.NewTask, selectors []string, limit int) (*FanOut, error) {
-	switch {
-	case tmpl.Target != "":
-		return nil, &queue.ValidationError{Field: "target", Reason: "and targets are both set: give one target, or a list of them for a fan-out"}
-	case tmpl.Group != "":
-		return nil, &queue.ValidationError{Field: "group", Reason: "is set on a fan-out, which is a group of its own (its limit is fanout_limit): leave it out"}
-	case tmpl.Chain != "":
-		return nil, &queue.ValidationError{Field: "chain", Reason: "is set on a fan-out: a fan-out's tasks run side by side, one per target; leave it out"}
-	case tmpl.UniqueKey != "":
-		return nil, &queue.ValidationError{Field: "unique_key", Reason: "is set on a fan-out: one key would make every task but the first a duplicate; leave it out"}
-	case tmpl.Transactional:
-		return nil, &queue.ValidationError{Field: "transactional", Reason: "is set on a fan-out: a transactional task runs only on the store; leave it out"}
-	case limit < 0 || limit > MaxFanOut:
-		return nil, &queue.ValidationError{Field: "fanout_limit", Reason: fmt.Sprintf("is %d: use 1 to %d servers at once, or leave it out for all", limit, MaxFanOut)}
+	if err := queue.CheckFanOutTask(tmpl, limit); err != nil {
+		return nil, err
 	}
 	known, err := o.Targets(ctx)
 	if err != nil {
@@ -62,7 +48,7 @@ func (o *Ops) EnqueueFanOut(ctx context.Context, actor string, tmpl queue.NewTas
 	if limit == 0 || limit > len(names) {
 		limit = len(names)
 	}
-	group, err := fanOutName()
+	group, err := queue.NewFanOutGroup(time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -86,18 +72,24 @@ func (o *Ops) EnqueueFanOut(ctx context.Context, actor string, tmpl queue.NewTas
 	return &FanOut{Group: group, Targets: names, Tasks: res}, nil
 }
 
-// fanOutName is a new fan-out's group: fanout-<UTC time>-<random>, so the
-// groups page sorts fan-outs by when they were made.
-func fanOutName() (string, error) {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return FanOutPrefix + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
-}
-
 // IsFanOut reports whether group is a fan-out's.
-func IsFanOut(group string) bool { return strings.HasPrefix(group, FanOutPrefix) }
+func IsFanOut(group string) bool { return queue.IsFanOutGroup(group) }
+
+// FanOutResolver resolves fan-out selectors as POST /api/tasks does, among
+// the targets the nodes of s publish (a node silent for longer than lease is
+// gone): what a scheduler resolves a schedule's targets with at its fire
+// times (docs/SCHEDULES.md, "Fan-out").
+func FanOutResolver(s queue.Store, lease time.Duration) func(ctx context.Context, selectors []string) ([]string, error) {
+	return func(ctx context.Context, selectors []string) ([]string, error) {
+		ctx, cancel := Bound(ctx)
+		defer cancel()
+		known, err := ClusterTargets(ctx, s, lease)
+		if err != nil {
+			return nil, err
+		}
+		return Expand(selectors, known)
+	}
+}
 
 // FanOutTasks lists a fan-out's tasks, newest first: one read of at most
 // MaxFanOut rows of the group's index.

@@ -73,7 +73,7 @@ func New(d Deps) *Ops {
 		d.Lease = 30 * time.Second
 	}
 	return &Ops{store: d.Store, node: d.Node, sched: d.Scheduler, lease: d.Lease,
-		schedules: schedule.Editor{Store: d.Store, MaxBodyBytes: d.MaxBodyBytes}, bulkWake: make(chan struct{}, 1)}
+		schedules: schedule.Editor{Store: d.Store, MaxBodyBytes: d.MaxBodyBytes, Resolve: FanOutResolver(d.Store, d.Lease)}, bulkWake: make(chan struct{}, 1)}
 }
 
 // wake tells this node's idle workers of the queue about new work.

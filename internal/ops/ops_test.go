@@ -100,9 +100,9 @@ func (s boundedStore) DeleteSchedule(ctx context.Context, name, actor string) er
 	return s.Store.DeleteSchedule(ctx, name, actor)
 }
 
-func (s boundedStore) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+func (s boundedStore) RunSchedule(ctx context.Context, name, actor string, fan *queue.FanOutFire) (queue.Enqueued, error) {
 	s.check(ctx, "RunSchedule")
-	return s.Store.RunSchedule(ctx, name, actor)
+	return s.Store.RunSchedule(ctx, name, actor, fan)
 }
 
 // Every operation records its actor, bounds its store calls, and tells this

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"readpast/internal/queue"
@@ -28,6 +29,9 @@ func (o *Ops) CreateSchedule(ctx context.Context, actor string, d queue.Schedule
 			return nil, err
 		}
 	}
+	if err := o.checkNamedTargets(ctx, d.Task.Targets); err != nil {
+		return nil, err
+	}
 	s, err := o.schedules.CreateSchedule(ctx, d, actor)
 	if err != nil {
 		return nil, err
@@ -47,12 +51,33 @@ func (o *Ops) UpdateSchedule(ctx context.Context, actor, name string, u queue.Sc
 			return nil, err
 		}
 	}
+	if u.Targets != nil {
+		if err := o.checkNamedTargets(ctx, *u.Targets); err != nil {
+			return nil, err
+		}
+	}
 	s, err := o.schedules.UpdateSchedule(ctx, name, u)
 	if err != nil {
 		return nil, err
 	}
 	o.wakeScheduler()
 	return s, nil
+}
+
+// checkNamedTargets refuses a fan-out's target names that no node knows, as
+// a schedule's one target is refused; its tags are not checked: they resolve
+// at each fire time, and a tag no node has yet may be configured by then.
+func (o *Ops) checkNamedTargets(ctx context.Context, selectors []string) error {
+	var names []string
+	for _, s := range selectors {
+		if !strings.HasPrefix(s, queue.TagPrefix) && queue.CheckTargetName("targets", s) == nil {
+			names = append(names, s)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return o.checkTargets(ctx, "targets", names)
 }
 
 // DeleteSchedule removes a schedule; the tasks it created stay.

@@ -54,6 +54,11 @@ type ScheduleTask struct {
 	// Target names where each run's body runs ("": the queue's default
 	// target, else the node's; docs/TARGETS.md).
 	Target string
+	// Targets, instead of Target, makes each run a fan-out: one task per
+	// target these names and tags ("tag:prod") match at the fire time, at
+	// most FanOutLimit running at once (0: all); docs/SCHEDULES.md.
+	Targets     []string
+	FanOutLimit int
 }
 
 // NewTask is the task one run enqueues, created by createdBy.
@@ -79,8 +84,12 @@ type ScheduleDef struct {
 
 // Describe renders the definition for the audit log (the body by its size).
 func (d ScheduleDef) Describe() string {
-	return fmt.Sprintf("cron=%q time_zone=%s queue=%s body=%d bytes overlap=%s misfire=%s paused=%t",
+	s := fmt.Sprintf("cron=%q time_zone=%s queue=%s body=%d bytes overlap=%s misfire=%s paused=%t",
 		d.Cron, d.TimeZone, d.Task.Queue, len(d.Task.Body), d.Overlap, d.Misfire, d.Paused)
+	if len(d.Task.Targets) > 0 {
+		s += fmt.Sprintf(" targets=%q fanout_limit=%d", JoinSelectors(d.Task.Targets), d.Task.FanOutLimit)
+	}
+	return s
 }
 
 // Schedule is a stored schedule: its definition and what it did last. Its
@@ -123,7 +132,9 @@ type ScheduleUpdate struct {
 	MaxAttempts   *int
 	Timeout       *time.Duration
 	Transactional *bool
-	Target        *string // "" clears it
+	Target        *string   // "" clears it
+	Targets       *[]string // empty clears it
+	FanOutLimit   *int
 	Paused        *bool
 	Overlap       *Overlap
 	Misfire       *Misfire
@@ -145,6 +156,8 @@ func (u ScheduleUpdate) Apply(d ScheduleDef) ScheduleDef {
 	set(&d.Task.Timeout, u.Timeout)
 	set(&d.Task.Transactional, u.Transactional)
 	set(&d.Task.Target, u.Target)
+	set(&d.Task.Targets, u.Targets)
+	set(&d.Task.FanOutLimit, u.FanOutLimit)
 	set(&d.Paused, u.Paused)
 	set(&d.Overlap, u.Overlap)
 	set(&d.Misfire, u.Misfire)
@@ -186,6 +199,12 @@ func (u ScheduleUpdate) Describe() string {
 			add(f.name, *f.v)
 		}
 	}
+	if u.Targets != nil {
+		add("targets", fmt.Sprintf("%q", JoinSelectors(*u.Targets)))
+	}
+	if u.FanOutLimit != nil {
+		add("fanout_limit", *u.FanOutLimit)
+	}
 	if u.Body != nil {
 		add("body", fmt.Sprintf("%d bytes", len(*u.Body)))
 	}
@@ -223,6 +242,10 @@ type DueSchedule struct {
 	Version    int64
 	NextFireAt time.Time
 	LastFireAt time.Time
+	// Targets are the selectors of a schedule that fans out: the scheduler
+	// resolves them before it fires (ScheduleFire.FanOut).
+	Targets     []string
+	FanOutLimit int
 }
 
 // DueSchedules is what ScheduleStore.DueSchedules found.
@@ -246,6 +269,9 @@ type ScheduleFire struct {
 	SkipMissed bool
 	// Next is the schedule's next fire time afterwards; zero if none.
 	Next time.Time
+	// FanOut is the fan-out the scheduler resolved for a schedule with
+	// targets (nil for one without): the tasks the fire creates.
+	FanOut *FanOutFire
 }
 
 // Fired is what ScheduleStore.FireSchedule did.

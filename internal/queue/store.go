@@ -198,7 +198,9 @@ type ScheduleStore interface {
 	// RunSchedule enqueues a run of the schedule now, as actor's, outside its
 	// fire times and whether paused or not. With OverlapSkip while the latest
 	// run is unfinished it creates nothing and returns that run (Duplicate).
-	RunSchedule(ctx context.Context, name, actor string) (Enqueued, error)
+	// fan is the fan-out the caller resolved for a schedule with targets
+	// (nil for one without): refused when the schedule's targets changed.
+	RunSchedule(ctx context.Context, name, actor string, fan *FanOutFire) (Enqueued, error)
 	// DueSchedules returns up to limit schedules due at at (zero: now by the
 	// database's clock), soonest first, without locking anything.
 	DueSchedules(ctx context.Context, at time.Time, limit int) (DueSchedules, error)

@@ -35,8 +35,15 @@ func Prepare(d queue.ScheduleDef, maxBody int, now time.Time) (queue.ScheduleDef
 	if err != nil {
 		return fail(err)
 	}
+	if len(d.Task.Targets) == 0 {
+		d.Task.Targets = nil // none, however given
+	}
+	if err := checkFanOut(d, task); err != nil {
+		return fail(err)
+	}
 	d.Task = queue.ScheduleTask{Queue: task.Queue, Body: task.Body, Priority: task.Priority, Group: task.Group,
-		MaxAttempts: task.MaxAttempts, Timeout: task.Timeout, Transactional: task.Transactional, Target: task.Target}
+		MaxAttempts: task.MaxAttempts, Timeout: task.Timeout, Transactional: task.Transactional, Target: task.Target,
+		Targets: d.Task.Targets, FanOutLimit: d.Task.FanOutLimit}
 	if err := oneOf("overlap", &d.Overlap, queue.OverlapSkip, queue.OverlapAllow); err != nil {
 		return fail(err)
 	}

@@ -18,6 +18,9 @@ type Editor struct {
 	Store queue.ScheduleStore
 	// MaxBodyBytes is the store's body limit (0: queue.DefaultMaxBodyBytes).
 	MaxBodyBytes int
+	// Resolve resolves the targets of a schedule that fans out for a Run
+	// now, as a scheduler does at a fire time; nil: such a Run now is refused.
+	Resolve Resolver
 }
 
 // CreateSchedule stores a new schedule created by actor, due at its first
@@ -102,7 +105,23 @@ func (e Editor) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 	if err := checkActor(actor); err != nil {
 		return queue.Enqueued{}, err
 	}
-	return e.Store.RunSchedule(ctx, name, actor)
+	cur, err := e.Store.GetSchedule(ctx, name)
+	if err != nil {
+		return queue.Enqueued{}, err
+	}
+	var fan *queue.FanOutFire
+	if len(cur.Task.Targets) > 0 {
+		if e.Resolve == nil {
+			return queue.Enqueued{}, errNoResolver
+		}
+		fan = queue.NewFanOutFire(cur.Task.Targets, cur.Task.FanOutLimit, time.Now(), func(sels []string) ([]string, error) {
+			return e.Resolve(ctx, sels)
+		})
+		if fan.Err != nil {
+			return queue.Enqueued{}, fan.Err
+		}
+	}
+	return e.Store.RunSchedule(ctx, name, actor, fan)
 }
 
 // checkActor refuses an actor the audit rows cannot keep: they keep at most

@@ -28,6 +28,10 @@ type Config struct {
 	// Enqueued, when set, is called with the queue of each task a fire
 	// creates: a node passes its workers' Wake so they claim it at once.
 	Enqueued func(queue string)
+	// Resolve matches the selectors of a schedule that fans out to the
+	// targets of the live nodes at its fire time. Nil: such a schedule's fires
+	// fail (logged, tried again) on this node.
+	Resolve Resolver
 }
 
 // Scheduler fires due schedules. Every node runs one, with no leader: the
@@ -147,6 +151,7 @@ func (s *Scheduler) fire(ctx context.Context, d queue.DueSchedule, now time.Time
 	if err != nil {
 		return f, queue.Fired{}, err
 	}
+	f.FanOut = s.fanOut(ctx, d, f.FireAt)
 	fired, err := s.store.FireSchedule(ctx, f)
 	if err != nil || !fired.Won {
 		return f, fired, err
@@ -157,6 +162,9 @@ func (s *Scheduler) fire(ctx context.Context, d queue.DueSchedule, now time.Time
 	attrs := []any{"schedule", d.Name, "fire_time", f.FireAt, "outcome", fired.Outcome, "next", f.Next}
 	if fired.TaskID != 0 {
 		attrs = append(attrs, "task", fired.TaskID)
+	}
+	if f.FanOut != nil && fired.Outcome == queue.FireEnqueued {
+		attrs = append(attrs, "fanout", f.FanOut.Group, "targets", len(f.FanOut.Targets))
 	}
 	if f.Missed > 0 {
 		attrs = append(attrs, "missed", f.Missed)

@@ -17,6 +17,7 @@ type ScheduleRow struct {
 	Overlap  string // the overlap policy in a few words
 	Misfire  string // the misfire policy in a few words
 	Queue    string
+	Where    string // its target, or the targets it fans out to; "" for the queue's default
 	Body     string // first line, shortened
 	BodyFull string // the whole body, shown on hover
 	TasksURL string // the schedule's tasks
@@ -60,6 +61,8 @@ type ScheduleForm struct {
 	Overlap        string
 	Misfire        string
 	Target         string // "": the queue's default target
+	Targets        string // a fan-out's names and tags, comma-separated; "": none
+	FanOutLimit    string // how many of them run at once; "": all
 }
 
 // ScheduleEdit is the form that creates a schedule or edits one, with the

@@ -20,7 +20,7 @@ import (
 // runColumns are the columns of a schedule row s that scanRun reads, before
 // any extra ones.
 const runColumns = `s.id, s.name, s.queue, s.body, s.priority, s.group_name, s.max_attempts, s.timeout_ms,
-	s.transactional, coalesce(s.last_task_id, 0), s.target, coalesce(s.job_name, '')`
+	s.transactional, coalesce(s.last_task_id, 0), s.target, coalesce(s.job_name, ''), s.targets, s.fanout_limit`
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
 func scanRun(row pgx.Row, extra ...any) (queue.ScheduleRun, error) {
@@ -29,25 +29,61 @@ func scanRun(row pgx.Row, extra ...any) (queue.ScheduleRun, error) {
 		priority  int
 		group     *string
 		timeoutMS int64
+		targets   string
 	)
 	err := row.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &x.Task.MaxAttempts,
-		&timeoutMS, &x.Task.Transactional, &x.LastTaskID, &x.Task.Target, &x.Job}, extra...)...)
+		&timeoutMS, &x.Task.Transactional, &x.LastTaskID, &x.Task.Target, &x.Job, &targets, &x.Task.FanOutLimit}, extra...)...)
+	x.Task.Targets = queue.SplitSelectors(targets)
 	x.Task.Priority, x.Task.Group, x.Task.Timeout = &priority, str(group), time.Duration(timeoutMS)*time.Millisecond
 	return x, err
 }
 
 // unfinishedLastRun is true when schedule row s's latest run is pending or
 // running: a read of one task by its id, locking nothing.
-// A job's schedule's latest run is its job's: a Run now counts too.
+// A job's schedule's latest run is its job's: a Run now counts too. A
+// fan-out's run is every task of its group (at most queue.MaxFanOut rows of
+// readpast_tasks_group_state).
 const unfinishedLastRun = `(EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s.last_task_id AND t.state IN ('pending', 'running'))
+	OR (s.targets <> '' AND EXISTS (SELECT 1 FROM readpast_tasks l JOIN readpast_tasks t ON t.group_name = l.group_name
+	           WHERE l.id = s.last_task_id AND t.state IN ('pending', 'running')))
 	OR EXISTS (SELECT 1 FROM readpast_jobs j JOIN readpast_job_runs r ON r.id = j.last_run_id
 	           WHERE j.name = s.job_name AND r.state = 'running'))`
 
 // startRun enqueues the run's task in tx through readpast_enqueue (the
 // production enqueue, its NOTIFY included), marks it as the schedule's (of
-// fire time fireAt; zero for a run now) and makes it the latest run.
-func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
+// fire time fireAt; zero for a run now) and makes it the latest run. A
+// schedule that fans out enqueues fan's tasks instead, in fan's group made
+// with its limit; its first task stands for the run (unfinishedLastRun reads
+// the whole group).
+func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r queue.ScheduleRun, createdBy string, fireAt time.Time, fan *queue.FanOutFire) (int64, error) {
 	var id int64
+	if len(r.Task.Targets) > 0 && r.Job == "" {
+		tasks, err := r.FanOutTasks(createdBy, s.opts.MaxBodyBytes, fan)
+		if err != nil {
+			return 0, err
+		}
+		// The group is new (queue.NewFanOutGroup). Like the fire, it is not
+		// audited: its tasks say who made them (created_by).
+		if _, err := tx.Exec(ctx, `INSERT INTO readpast_groups (name, max_running, updated_by) VALUES ($1, $2, $3)`,
+			fan.Group, fan.Limit, createdBy); err != nil {
+			return 0, err
+		}
+		rows, err := tx.Query(ctx, enqueueSQL, enqueueArgs(tasks)...)
+		if err != nil {
+			return 0, err
+		}
+		ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (int64, error) {
+			var id int64
+			var dup bool
+			return id, r.Scan(&id, &dup)
+		})
+		if err != nil {
+			return 0, err
+		}
+		_, err = tx.Exec(ctx, `WITH t AS (UPDATE readpast_tasks SET schedule_name = $2, fire_at = $3 WHERE id = ANY($1))
+			UPDATE readpast_schedules SET last_task_id = $1[1] WHERE id = $4`, ids, r.Name, nullTime(fireAt), r.ID)
+		return ids[0], err
+	}
 	if r.Job != "" {
 		// A job's schedule: a run of the job, its first step the run's task.
 		run, err := startRunTx(ctx, tx, r.StartRun(createdBy))
@@ -80,7 +116,7 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 
 // RunSchedule implements queue.Store. It waits for a fire or change that
 // holds the schedule's row (an operator's action, not a firer's race).
-func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+func (s *Store) RunSchedule(ctx context.Context, name, actor string, fan *queue.FanOutFire) (queue.Enqueued, error) {
 	var out queue.Enqueued
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var skip bool
@@ -95,7 +131,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 			out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			return nil
 		}
-		id, err := s.startRun(ctx, tx, r, actor, time.Time{})
+		id, err := s.startRun(ctx, tx, r, actor, time.Time{}, fan)
 		if err != nil {
 			return err
 		}
@@ -115,7 +151,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 // database's now().
 func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
 	rows, err := s.pool.Query(ctx, `SELECT n.now, n.next, d.id, d.name, d.cron, d.time_zone, d.misfire, d.version,
-			d.next_fire_at, d.last_fire_at
+			d.next_fire_at, d.last_fire_at, d.targets, d.fanout_limit
 		FROM (SELECT x.now, (SELECT min(next_fire_at) FROM readpast_schedules WHERE next_fire_at > x.now) AS next
 		        FROM (SELECT coalesce($1::timestamptz, now()) AS now) x) n
 		LEFT JOIN LATERAL (
@@ -131,14 +167,17 @@ func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queu
 			next, due, last           *time.Time
 			id, version               *int64
 			name, cron, zone, misfire *string
+			targets                   *string
+			limit                     *int32
 		)
-		if err := rows.Scan(&out.Now, &next, &id, &name, &cron, &zone, &misfire, &version, &due, &last); err != nil {
+		if err := rows.Scan(&out.Now, &next, &id, &name, &cron, &zone, &misfire, &version, &due, &last, &targets, &limit); err != nil {
 			return queue.DueSchedules{}, wrap(err, "reading due schedules")
 		}
 		out.Now, out.Next = out.Now.UTC(), utc(next)
 		if id != nil {
 			out.Due = append(out.Due, queue.DueSchedule{ID: *id, Name: *name, Cron: *cron, TimeZone: *zone,
-				Misfire: queue.Misfire(*misfire), Version: *version, NextFireAt: utc(due), LastFireAt: utc(last)})
+				Misfire: queue.Misfire(*misfire), Version: *version, NextFireAt: utc(due), LastFireAt: utc(last),
+				Targets: queue.SplitSelectors(*targets), FanOutLimit: int(*limit)})
 		}
 	}
 	return out, wrap(rows.Err(), "reading due schedules")
@@ -169,7 +208,7 @@ func (s *Store) FireSchedule(ctx context.Context, f queue.ScheduleFire) (queue.F
 		case err != nil:
 			return err
 		}
-		out, err = r.Fired(queue.FireOutcome(outcome), func(by string) (int64, error) { return s.startRun(ctx, tx, r, by, f.FireAt) })
+		out, err = r.Fired(queue.FireOutcome(outcome), func(by string) (int64, error) { return s.startRun(ctx, tx, r, by, f.FireAt, f.FanOut) })
 		return err
 	})
 	if err != nil {

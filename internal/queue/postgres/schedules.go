@@ -18,7 +18,7 @@ import (
 const scheduleSelect = `SELECT s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
 	s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version, s.next_fire_at,
 	s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id, t.state, t.finished_at,
-	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, coalesce(s.job_name, '')
+	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, coalesce(s.job_name, ''), s.targets, s.fanout_limit
 	FROM readpast_schedules s
 	LEFT JOIN LATERAL (SELECT state, finished_at FROM readpast_tasks WHERE id = s.last_task_id) t ON true`
 
@@ -32,11 +32,12 @@ func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
 		lastTask                  *int64
 		overlap, misfire          string
 		createdAt, updatedAt      time.Time
+		targets                   string
 	)
 	err := row.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
 		&x.Task.MaxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &overlap, &misfire, &x.Version, &next,
 		&lastFire, &outcome, &x.LastFireMissed, &lastTask, &lastState, &lastEnded,
-		&createdAt, &x.CreatedBy, &updatedAt, &x.UpdatedBy, &x.Task.Target, &x.Job)
+		&createdAt, &x.CreatedBy, &updatedAt, &x.UpdatedBy, &x.Task.Target, &x.Job, &targets, &x.Task.FanOutLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +49,7 @@ func scanSchedule(row pgx.Row) (*queue.Schedule, error) {
 		x.LastTaskID = *lastTask
 	}
 	x.CreatedAt, x.UpdatedAt = createdAt.UTC(), updatedAt.UTC()
+	x.Task.Targets = queue.SplitSelectors(targets)
 	return &x, nil
 }
 
@@ -64,17 +66,24 @@ func defArgs(d queue.ScheduleDef, next time.Time) []any {
 		d.Task.Target}
 }
 
+// fanOutArgs binds a definition's fan-out columns, after the statement's
+// other parameters: targets, fanout_limit.
+func fanOutArgs(d queue.ScheduleDef) []any {
+	return []any{queue.JoinSelectors(d.Task.Targets), int32(d.Task.FanOutLimit)}
+}
+
 // CreateSchedule implements queue.Store: one statement inserts the schedule
 // and its audit row.
 func (s *Store) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
 	err := s.exec(ctx, `WITH s AS (
 			INSERT INTO readpast_schedules (cron, time_zone, queue, body, priority, group_name, max_attempts, timeout_ms,
-				transactional, paused, overlap, misfire, next_fire_at, target, name, created_by, updated_by, job_name)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, nullif($18, ''))
+				transactional, paused, overlap, misfire, next_fire_at, target, name, created_by, updated_by, job_name,
+				targets, fanout_limit)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, nullif($18, ''), $19, $20)
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $16, 'create_schedule', 'schedule ' || s.name, $17 FROM s`,
-		append(defArgs(n.Def, n.NextFireAt), n.Def.Name, n.Actor, n.Def.Describe(), n.Def.Job)...)
+		append(append(defArgs(n.Def, n.NextFireAt), n.Def.Name, n.Actor, n.Def.Describe(), n.Def.Job), fanOutArgs(n.Def)...)...)
 	switch {
 	case isUniqueViolation(err):
 		return fmt.Errorf("postgres: creating schedule %s: a schedule of that name exists: %w", n.Def.Name, queue.ErrExists)
@@ -119,12 +128,12 @@ func (s *Store) ReplaceSchedule(ctx context.Context, r queue.ScheduleReplace) (b
 	tag, err := s.execTag(ctx, `WITH s AS (
 			UPDATE readpast_schedules SET cron = $1, time_zone = $2, queue = $3, body = $4, priority = $5,
 				group_name = $6, max_attempts = $7, timeout_ms = $8, transactional = $9, paused = $10, overlap = $11,
-				misfire = $12, next_fire_at = $13, target = $14, version = version + 1, updated_at = now(), updated_by = $15
+				misfire = $12, next_fire_at = $13, target = $14, targets = $20, fanout_limit = $21, version = version + 1, updated_at = now(), updated_by = $15
 			 WHERE id = $16 AND version = $17
 			RETURNING name)
 		INSERT INTO readpast_audit (actor, action, target, detail)
 		SELECT $15, $18, 'schedule ' || s.name, $19 FROM s`,
-		append(defArgs(r.Def, r.NextFireAt), r.Actor, r.ID, r.Version, r.Action, r.Detail)...)
+		append(append(defArgs(r.Def, r.NextFireAt), r.Actor, r.ID, r.Version, r.Action, r.Detail), fanOutArgs(r.Def)...)...)
 	if err != nil {
 		return false, wrap(err, "updating schedule %s", r.Name)
 	}

@@ -59,6 +59,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"rollups", rollupTests},
 		{"schedules", scheduleTests},
 		{"schedule_writes", scheduleWriteTests},
+		{"schedule_fanout", scheduleFanOutTests},
 		{"checks", checkTests},
 		{"audit", auditTests},
 		{"manage", manageTests},

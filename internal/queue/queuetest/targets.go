@@ -103,7 +103,7 @@ var targetTests = map[string]func(*testing.T, Harness){
 			Task: queue.ScheduleTask{Body: "SELECT 1", Queue: "ts", Target: "db1"}}, "op")
 		require.NoError(t, err)
 		require.Equal(t, "db1", s.Task.Target)
-		run, err := b.s.RunSchedule(b.ctx, "night", "op")
+		run, err := b.s.RunSchedule(b.ctx, "night", "op", nil)
 		require.NoError(t, err)
 		require.Equal(t, "db1", b.get(t, run.ID).Target, "its run names the schedule's target")
 		got, err := b.s.GetSchedule(b.ctx, "night")

@@ -17,7 +17,8 @@ import (
 // version gone.
 
 // runColumns are the columns scanRun reads, before any extra ones.
-const runColumns = `id, name, queue, body, priority, group_name, max_attempts, timeout_ms, transactional, last_task_id, target, job_name`
+const runColumns = `id, name, queue, body, priority, group_name, max_attempts, timeout_ms, transactional, last_task_id, target, job_name,
+	targets, fanout_limit`
 
 // scanRun reads a schedule row's runColumns, then the extra destinations.
 func scanRun(r scanner, extra ...any) (queue.ScheduleRun, error) {
@@ -28,9 +29,11 @@ func scanRun(r scanner, extra ...any) (queue.ScheduleRun, error) {
 		timeoutMS          int64
 		lastTask           sql.NullInt64
 		maxAttempts, trans int
+		targets            string
 	)
 	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
-		&trans, &lastTask, &x.Task.Target, &job}, extra...)...)
+		&trans, &lastTask, &x.Task.Target, &job, &targets, &x.Task.FanOutLimit}, extra...)...)
+	x.Task.Targets = queue.SplitSelectors(targets)
 	x.Job = job.String
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &priority, group.String, maxAttempts
 	x.Task.Timeout, x.Task.Transactional, x.LastTaskID = time.Duration(timeoutMS)*time.Millisecond, trans != 0, lastTask.Int64
@@ -38,9 +41,34 @@ func scanRun(r scanner, extra ...any) (queue.ScheduleRun, error) {
 }
 
 // startRun enqueues the run's task in tx, marks it as the schedule's (of fire
-// time fireAt; zero for a run now) and makes it the schedule's latest run.
-func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
+// time fireAt; zero for a run now) and makes it the schedule's latest run. A
+// schedule that fans out enqueues fan's tasks instead, in fan's group made
+// with its limit; its first task stands for the run (unfinishedLastRun reads
+// the whole group).
+func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r queue.ScheduleRun, createdBy string, fireAt time.Time, fan *queue.FanOutFire) (int64, error) {
 	var id int64
+	if len(r.Task.Targets) > 0 && r.Job == "" {
+		tasks, err := r.FanOutTasks(createdBy, s.opts.MaxBodyBytes, fan)
+		if err != nil {
+			return 0, err
+		}
+		// The group is new (queue.NewFanOutGroup). Like the fire, it is not
+		// audited: its tasks say who made them (created_by).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO readpast_groups (name, max_running, updated_at, updated_by) VALUES (?, ?, ?, ?)`,
+			fan.Group, fan.Limit, now, createdBy); err != nil {
+			return 0, err
+		}
+		res, err := enqueueTx(ctx, tx, now, tasks)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE readpast_tasks SET schedule_name = ?, fire_at = ? WHERE group_name = ?`,
+			r.Name, nullTime(fireAt), fan.Group); err != nil {
+			return 0, err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE readpast_schedules SET last_task_id = ? WHERE id = ?`, res[0].ID, r.ID)
+		return res[0].ID, err
+	}
 	if r.Job != "" {
 		// A job's schedule: a run of the job, its first step the run's task.
 		run, err := startRunTx(ctx, tx, now, r.StartRun(createdBy))
@@ -67,13 +95,17 @@ func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r queue.Sch
 }
 
 // unfinishedLastRun is true when a schedule row s's latest run is pending or running.
-// A job's schedule's latest run is its job's: a Run now counts too.
+// A job's schedule's latest run is its job's: a Run now counts too. A
+// fan-out's run is every task of its group (at most queue.MaxFanOut rows of
+// the group's index).
 const unfinishedLastRun = `(EXISTS (SELECT 1 FROM readpast_tasks t WHERE t.id = s.last_task_id AND t.state IN ('pending', 'running'))
+	OR (s.targets <> '' AND EXISTS (SELECT 1 FROM readpast_tasks l JOIN readpast_tasks t ON t.group_name = l.group_name
+	           WHERE l.id = s.last_task_id AND t.state IN ('pending', 'running')))
 	OR EXISTS (SELECT 1 FROM readpast_jobs j JOIN readpast_job_runs r ON r.id = j.last_run_id
 	           WHERE j.name = s.job_name AND r.state = 'running'))`
 
 // RunSchedule implements queue.Store.
-func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+func (s *Store) RunSchedule(ctx context.Context, name, actor string, fan *queue.FanOutFire) (queue.Enqueued, error) {
 	var out queue.Enqueued
 	err := s.write(ctx, "running schedule "+name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var skip bool
@@ -88,7 +120,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 			out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			return nil
 		}
-		id, err := s.startRun(ctx, tx, now, r, actor, time.Time{})
+		id, err := s.startRun(ctx, tx, now, r, actor, time.Time{}, fan)
 		if err != nil {
 			return err
 		}
@@ -104,8 +136,8 @@ func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queu
 		at = s.nowFor()
 	}
 	out := queue.DueSchedules{Now: at.UTC()}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, name, cron, time_zone, misfire, version, next_fire_at, last_fire_at
-		FROM readpast_schedules WHERE next_fire_at <= ? ORDER BY next_fire_at LIMIT ?`, micros(at), limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, name, cron, time_zone, misfire, version, next_fire_at, last_fire_at,
+		targets, fanout_limit FROM readpast_schedules WHERE next_fire_at <= ? ORDER BY next_fire_at LIMIT ?`, micros(at), limit)
 	if err != nil {
 		return out, fmt.Errorf("reading due schedules: %w", err)
 	}
@@ -114,9 +146,11 @@ func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queu
 		var d queue.DueSchedule
 		var next int64
 		var last sql.NullInt64
-		if err := rows.Scan(&d.ID, &d.Name, &d.Cron, &d.TimeZone, &d.Misfire, &d.Version, &next, &last); err != nil {
+		var targets string
+		if err := rows.Scan(&d.ID, &d.Name, &d.Cron, &d.TimeZone, &d.Misfire, &d.Version, &next, &last, &targets, &d.FanOutLimit); err != nil {
 			return out, fmt.Errorf("reading due schedules: %w", err)
 		}
+		d.Targets = queue.SplitSelectors(targets)
 		d.NextFireAt, d.LastFireAt = fromMicros(next), nullMicros(last)
 		out.Due = append(out.Due, d)
 	}
@@ -152,7 +186,7 @@ func (s *Store) FireSchedule(ctx context.Context, f queue.ScheduleFire) (queue.F
 		case err != nil:
 			return err
 		}
-		out, err = r.Fired(outcome, func(by string) (int64, error) { return s.startRun(ctx, tx, now, r, by, f.FireAt) })
+		out, err = r.Fired(outcome, func(by string) (int64, error) { return s.startRun(ctx, tx, now, r, by, f.FireAt, f.FanOut) })
 		return err
 	})
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 const scheduleSelect = `SELECT s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
 	s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version, s.next_fire_at,
 	s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id, t.state, t.finished_at,
-	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, coalesce(s.job_name, '')
+	s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, coalesce(s.job_name, ''), s.targets, s.fanout_limit
 	FROM readpast_schedules s LEFT JOIN readpast_tasks t ON t.id = s.last_task_id`
 
 func scanSchedule(r scanner) (*queue.Schedule, error) {
@@ -27,11 +27,12 @@ func scanSchedule(r scanner) (*queue.Schedule, error) {
 		timeoutMS                           int64
 		next, lastFire, lastTask, lastEnded sql.NullInt64
 		created, updated                    int64
+		targets                             string
 	)
 	err := r.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
 		&x.Task.MaxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &x.Overlap, &x.Misfire, &x.Version, &next,
 		&lastFire, &outcome, &x.LastFireMissed, &lastTask, &lastState, &lastEnded,
-		&created, &x.CreatedBy, &updated, &x.UpdatedBy, &x.Task.Target, &x.Job)
+		&created, &x.CreatedBy, &updated, &x.UpdatedBy, &x.Task.Target, &x.Job, &targets, &x.Task.FanOutLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -39,16 +40,17 @@ func scanSchedule(r scanner) (*queue.Schedule, error) {
 	x.NextFireAt, x.LastFireAt, x.LastFireOutcome = nullMicros(next), nullMicros(lastFire), queue.FireOutcome(outcome.String)
 	x.LastTaskID, x.LastTaskState, x.LastTaskFinishedAt = lastTask.Int64, queue.State(lastState.String), nullMicros(lastEnded)
 	x.CreatedAt, x.UpdatedAt = fromMicros(created), fromMicros(updated)
+	x.Task.Targets = queue.SplitSelectors(targets)
 	return &x, nil
 }
 
 // defArgs binds a definition's columns in the order cron, time_zone, queue,
 // body, priority, group_name, max_attempts, timeout_ms, transactional, paused,
-// overlap, misfire, next_fire_at, target.
+// overlap, misfire, next_fire_at, target, targets, fanout_limit.
 func defArgs(d queue.ScheduleDef, next time.Time) []any {
 	return []any{d.Cron, d.TimeZone, d.Task.Queue, d.Task.Body, *d.Task.Priority, nullString(d.Task.Group),
 		d.Task.MaxAttempts, d.Task.Timeout.Milliseconds(), boolInt(d.Task.Transactional), boolInt(d.Paused),
-		string(d.Overlap), string(d.Misfire), nullTime(next), d.Task.Target}
+		string(d.Overlap), string(d.Misfire), nullTime(next), d.Task.Target, queue.JoinSelectors(d.Task.Targets), d.Task.FanOutLimit}
 }
 
 // nullTime is NULL for the zero time and microseconds otherwise.
@@ -60,8 +62,8 @@ func nullTime(t time.Time) sql.NullInt64 {
 func (s *Store) CreateSchedule(ctx context.Context, n queue.NewSchedule) error {
 	return s.write(ctx, "creating schedule "+n.Def.Name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO readpast_schedules (cron, time_zone, queue, body, priority, group_name,
-			max_attempts, timeout_ms, transactional, paused, overlap, misfire, next_fire_at, target,
-			name, created_at, created_by, updated_at, updated_by, job_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			max_attempts, timeout_ms, transactional, paused, overlap, misfire, next_fire_at, target, targets, fanout_limit,
+			name, created_at, created_by, updated_at, updated_by, job_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			append(defArgs(n.Def, n.NextFireAt), n.Def.Name, now, n.Actor, now, n.Actor, nullString(n.Def.Job))...)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("a schedule named %s exists: %w", n.Def.Name, queue.ErrExists)
@@ -109,7 +111,7 @@ func (s *Store) ReplaceSchedule(ctx context.Context, r queue.ScheduleReplace) (b
 	err := s.write(ctx, "updating schedule "+r.Name, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		res, err := tx.ExecContext(ctx, `UPDATE readpast_schedules SET cron = ?, time_zone = ?, queue = ?, body = ?,
 			priority = ?, group_name = ?, max_attempts = ?, timeout_ms = ?, transactional = ?, paused = ?, overlap = ?,
-			misfire = ?, next_fire_at = ?, target = ?, version = version + 1, updated_at = ?, updated_by = ?
+			misfire = ?, next_fire_at = ?, target = ?, targets = ?, fanout_limit = ?, version = version + 1, updated_at = ?, updated_by = ?
 			WHERE id = ? AND version = ?`, append(defArgs(r.Def, r.NextFireAt), now, r.Actor, r.ID, r.Version)...)
 		if err != nil {
 			return err

@@ -29,9 +29,12 @@ func scanRun(r *sql.Row, extra ...any) (queue.ScheduleRun, error) {
 		maxAttempts int32
 		group       sql.NullString
 		timeoutMS   int64
+		targets     string
+		limit       int32
 	)
 	err := r.Scan(append([]any{&x.ID, &x.Name, &x.Task.Queue, &x.Task.Body, &priority, &group, &maxAttempts, &timeoutMS,
-		&x.Task.Transactional, &x.LastTaskID, &x.Task.Target, &x.Job}, extra...)...)
+		&x.Task.Transactional, &x.LastTaskID, &x.Task.Target, &x.Job, &targets, &limit}, extra...)...)
+	x.Task.Targets, x.Task.FanOutLimit = queue.SplitSelectors(targets), int(limit)
 	p := int(priority)
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
 	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond
@@ -40,8 +43,13 @@ func scanRun(r *sql.Row, extra ...any) (queue.ScheduleRun, error) {
 
 // startRun enqueues the run's task with the production enqueue batch inside
 // the session's open transaction, marks it as the schedule's (of fire time
-// fireAt; zero for a Run now) and makes it the latest run.
-func (s *Store) startRun(ctx context.Context, c *sql.Conn, r queue.ScheduleRun, createdBy string, fireAt time.Time) (int64, error) {
+// fireAt; zero for a Run now) and makes it the latest run. A schedule that
+// fans out enqueues fan's tasks instead, in fan's group made with its limit;
+// its first task stands for the run (unfinishedLastRun reads the group).
+func (s *Store) startRun(ctx context.Context, c *sql.Conn, r queue.ScheduleRun, createdBy string, fireAt time.Time, fan *queue.FanOutFire) (int64, error) {
+	if len(r.Task.Targets) > 0 && r.Job == "" {
+		return s.startFanOut(ctx, c, r, createdBy, fireAt, fan)
+	}
 	if r.Job != "" {
 		// A job's schedule: a run of the job (startRunBatch inside the
 		// session's open transaction; its own BEGIN and COMMIT only nest),
@@ -72,13 +80,63 @@ func (s *Store) startRun(ctx context.Context, c *sql.Conn, r queue.ScheduleRun, 
 	return id, err
 }
 
+// startFanOut is startRun of a schedule that fans out: the group, the tasks
+// (one enqueue batch, its rows in the tasks' order) and their link.
+func (s *Store) startFanOut(ctx context.Context, c *sql.Conn, r queue.ScheduleRun, createdBy string, fireAt time.Time, fan *queue.FanOutFire) (int64, error) {
+	tasks, err := r.FanOutTasks(createdBy, s.opts.MaxBodyBytes, fan)
+	if err != nil {
+		return 0, err
+	}
+	args, err := enqueueArgs(tasks)
+	if err != nil {
+		return 0, fmt.Errorf("the tasks of schedule %s: %w", r.Name, err)
+	}
+	if _, err := c.ExecContext(ctx, fanOutGroupBatch.text, fanOutGroupArgs(fan, createdBy)...); err != nil {
+		return 0, err
+	}
+	rows, err := c.QueryContext(ctx, enqueueBatch.text, args...)
+	if err != nil {
+		return 0, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var (
+			id  int64
+			dup bool
+		)
+		if err := rows.Scan(&id, &dup); err != nil {
+			_ = rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	if err := closeRows(rows); err != nil {
+		return 0, err
+	}
+	if len(ids) != len(tasks) {
+		return 0, fmt.Errorf("the tasks of schedule %s: the enqueue batch returned %d rows for %d tasks", r.Name, len(ids), len(tasks))
+	}
+	_, err = c.ExecContext(ctx, linkFanOutBatch.text, linkFanOutArgs(r, ids[0], fireAt, fan.Group)...)
+	return ids[0], err
+}
+
+// fanOutGroupArgs binds fanOutGroupBatch.
+func fanOutGroupArgs(fan *queue.FanOutFire, actor string) []any {
+	return []any{sql.Named("group_name", fan.Group), sql.Named("max_running", int32(fan.Limit)), sql.Named("actor", actor)}
+}
+
+// linkFanOutArgs binds linkFanOutBatch.
+func linkFanOutArgs(r queue.ScheduleRun, taskID int64, fireAt time.Time, group string) []any {
+	return append(linkRunArgs(r, taskID, fireAt), sql.Named("group_name", group))
+}
+
 // linkRunArgs binds linkRunBatch.
 func linkRunArgs(r queue.ScheduleRun, taskID int64, fireAt time.Time) []any {
 	return []any{sql.Named("id", r.ID), sql.Named("name", r.Name), sql.Named("task_id", taskID), sql.Named("fire_at", datetime2(fireAt))}
 }
 
 // RunSchedule implements queue.Store.
-func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqueued, error) {
+func (s *Store) RunSchedule(ctx context.Context, name, actor string, fan *queue.FanOutFire) (queue.Enqueued, error) {
 	var out queue.Enqueued
 	err := retryConflicts(ctx, func() error {
 		return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
@@ -95,7 +153,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 			case skip:
 				out = queue.Enqueued{ID: r.LastTaskID, Duplicate: true}
 			default:
-				id, err := s.startRun(ctx, c, r, actor, time.Time{})
+				id, err := s.startRun(ctx, c, r, actor, time.Time{}, fan)
 				if err != nil {
 					return err
 				}
@@ -133,8 +191,11 @@ func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queu
 			nextAfter, due, last      sql.NullTime
 			id, version               sql.NullInt64
 			name, cron, zone, misfire sql.NullString
+			targets                   sql.NullString
+			limit                     sql.NullInt32
 		)
-		err := r.Scan(&out.Now, &nextAfter, &id, &name, &cron, &zone, &misfire, &version, &due, &last)
+		err := r.Scan(&out.Now, &nextAfter, &id, &name, &cron, &zone, &misfire, &version, &due, &last, &targets, &limit)
+		d.Targets, d.FanOutLimit = queue.SplitSelectors(targets.String), int(limit.Int32)
 		out.Now, out.Next = out.Now.UTC(), utc(nextAfter)
 		d.ID, d.Name, d.Cron, d.TimeZone, d.Misfire, d.Version = id.Int64, name.String, cron.String, zone.String, queue.Misfire(misfire.String), version.Int64
 		d.NextFireAt, d.LastFireAt = utc(due), utc(last)
@@ -180,7 +241,7 @@ func (s *Store) FireSchedule(ctx context.Context, f queue.ScheduleFire) (queue.F
 			case err != nil:
 				return err
 			default:
-				out, err = r.Fired(queue.FireOutcome(outcome), func(by string) (int64, error) { return s.startRun(ctx, c, r, by, f.FireAt) })
+				out, err = r.Fired(queue.FireOutcome(outcome), func(by string) (int64, error) { return s.startRun(ctx, c, r, by, f.FireAt, f.FanOut) })
 				if err != nil {
 					return err
 				}

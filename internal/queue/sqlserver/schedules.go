@@ -29,6 +29,8 @@ func scheduleDefArgs(d queue.ScheduleDef, next time.Time) []any {
 		sql.Named("misfire", varchar(string(d.Misfire))),
 		sql.Named("next_fire_at", datetime2(next)),
 		sql.Named("target", d.Task.Target),
+		sql.Named("targets", queue.JoinSelectors(d.Task.Targets)),
+		sql.Named("fanout_limit", int32(d.Task.FanOutLimit)),
 	}
 }
 
@@ -84,11 +86,14 @@ func scanSchedule(r *sql.Rows) (queue.Schedule, error) {
 		next, lastFire, lastEnded sql.NullTime
 		lastTask                  sql.NullInt64
 		timeoutMS                 int64
+		targets                   string
+		limit                     int32
 	)
 	err := r.Scan(&x.ID, &x.Name, &x.Cron, &x.TimeZone, &x.Task.Queue, &x.Task.Body, &priority, &group,
 		&maxAttempts, &timeoutMS, &x.Task.Transactional, &x.Paused, &overlap, &misfire, &x.Version,
 		&next, &lastFire, &outcome, &missed, &lastTask, &lastState, &lastEnded,
-		&x.CreatedAt, &x.CreatedBy, &x.UpdatedAt, &x.UpdatedBy, &x.Task.Target, &x.Job)
+		&x.CreatedAt, &x.CreatedBy, &x.UpdatedAt, &x.UpdatedBy, &x.Task.Target, &x.Job, &targets, &limit)
+	x.Task.Targets, x.Task.FanOutLimit = queue.SplitSelectors(targets), int(limit)
 	p := int(priority)
 	x.Task.Priority, x.Task.Group, x.Task.MaxAttempts = &p, group.String, int(maxAttempts)
 	x.Task.Timeout = time.Duration(timeoutMS) * time.Millisecond

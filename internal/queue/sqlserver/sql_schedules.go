@@ -25,11 +25,12 @@ package sqlserver
 const scheduleColumns = `s.id, s.name, s.cron, s.time_zone, s.queue, s.body, s.priority, s.group_name,
        s.max_attempts, s.timeout_ms, s.transactional, s.paused, s.overlap, s.misfire, s.version,
        s.next_fire_at, s.last_fire_at, s.last_fire_outcome, s.last_fire_missed, s.last_task_id,
-       t.state, t.finished_at, s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, COALESCE(s.job_name, N'')`
+       t.state, t.finished_at, s.created_at, s.created_by, s.updated_at, s.updated_by, s.target, COALESCE(s.job_name, N''),
+       s.targets, s.fanout_limit`
 
 // defParams are the parameters of a schedule definition, scheduleDefArgs's.
 var defParams = []string{"cron", "time_zone", "queue", "body", "priority", "group_name", "max_attempts",
-	"timeout_ms", "transactional", "paused", "overlap", "misfire", "next_fire_at", "target"}
+	"timeout_ms", "transactional", "paused", "overlap", "misfire", "next_fire_at", "target", "targets", "fanout_limit"}
 
 // schedulesQuery reads every schedule, or the one named (@name NULL: all),
 // each with its latest run: one seek of the clustered key per schedule
@@ -60,10 +61,12 @@ BEGIN TRAN;
 
 INSERT INTO dbo.readpast_schedules
     (name, cron, time_zone, queue, body, priority, group_name, max_attempts, timeout_ms,
-     transactional, paused, overlap, misfire, next_fire_at, target, created_by, updated_by, job_name)
+     transactional, paused, overlap, misfire, next_fire_at, target, created_by, updated_by, job_name,
+     targets, fanout_limit)
 VALUES
     (@name, @cron, @time_zone, @queue, @body, @priority, @group_name, @max_attempts, @timeout_ms,
-     @transactional, @paused, @overlap, @misfire, @next_fire_at, @target, @actor, @actor, @job_name);
+     @transactional, @paused, @overlap, @misfire, @next_fire_at, @target, @actor, @actor, @job_name,
+     @targets, @fanout_limit);
 
 INSERT INTO dbo.readpast_audit (actor, action, target, detail)
 VALUES (@actor, N'create_schedule', CONCAT(N'schedule ', @name), @detail);
@@ -99,6 +102,8 @@ SET cron = @cron,
     misfire = @misfire,
     next_fire_at = @next_fire_at,
     target = @target,
+    targets = @targets,
+    fanout_limit = @fanout_limit,
     version = version + 1,
     updated_at = SYSUTCDATETIME(),
     updated_by = @actor
@@ -151,15 +156,27 @@ SELECT @deleted;
 // runColumns are the columns of schedule row s that scanRun reads, before any
 // extra ones.
 const runColumns = `s.id, s.name, s.queue, s.body, s.priority, s.group_name, s.max_attempts, s.timeout_ms,
-       s.transactional, COALESCE(s.last_task_id, 0), s.target, COALESCE(s.job_name, N'')`
+       s.transactional, COALESCE(s.last_task_id, 0), s.target, COALESCE(s.job_name, N''), s.targets, s.fanout_limit`
 
 // unfinishedLastRun is true when schedule row s's latest run is pending or running.
-// A job's schedule's latest run is its job's: a Run now counts too.
+// A job's schedule's latest run is its job's: a Run now counts too. A
+// fan-out's run is every task of its group: at most queue.MaxFanOut rows of
+// readpast_tasks_group_state (the IS NOT NULL repeats the filtered index's
+// predicate, so a parameterized plan may use it), read under READ COMMITTED
+// with shared locks held per row, not to the end of the transaction.
 const unfinishedLastRun = `(EXISTS (
            SELECT 1
            FROM dbo.readpast_tasks AS t
            WHERE t.id = s.last_task_id
              AND t.state IN ('pending', 'running'))
+       OR (s.targets <> N'' AND EXISTS (
+           SELECT 1
+           FROM dbo.readpast_tasks AS l
+           JOIN dbo.readpast_tasks AS t ON t.group_name = l.group_name
+           WHERE l.id = s.last_task_id
+             AND l.group_name IS NOT NULL
+             AND t.group_name IS NOT NULL
+             AND t.state IN ('pending', 'running')))
        OR EXISTS (
            SELECT 1
            FROM dbo.readpast_jobs AS j
@@ -243,6 +260,42 @@ WHERE id = @id;
 	params: []string{"id", "name", "task_id", "fire_at"},
 }
 
+// fanOutGroupBatch creates a fire's fan-out group with its limit inside the
+// fire's transaction (not audited, as the fire is not: its tasks say who
+// made them), before the enqueue batch (which then finds
+// the group and creates none). The name is new (queue.NewFanOutGroup): a
+// plain INSERT takes the X lock of its one new key and no key range, so it
+// waits for no one; it is a group row, step 3 of the package's lock order,
+// taken after the schedule row as every fire's locks are.
+var fanOutGroupBatch = query{
+	name: "fanout-group",
+	text: readCommitted + `SET NOCOUNT ON;
+INSERT INTO dbo.readpast_groups (name, max_running, has_free, updated_by)
+VALUES (@group_name, @max_running, CASE WHEN @max_running > 0 THEN 1 ELSE 0 END, @actor);
+`,
+	params: []string{"group_name", "max_running", "actor"},
+}
+
+// linkFanOutBatch marks every task of a fire's fan-out group as the
+// schedule's (@fire_at NULL for a Run now) and makes @task_id, its first, the
+// schedule's latest run. ROWLOCK: the group's tasks (at most queue.MaxFanOut,
+// created by this transaction, so already X-locked by it) and one schedule row.
+var linkFanOutBatch = query{
+	name: "link-schedule-fanout",
+	text: readCommitted + `SET NOCOUNT ON;
+UPDATE dbo.readpast_tasks WITH (ROWLOCK)
+SET schedule_name = @name,
+    fire_at = @fire_at
+WHERE group_name = @group_name
+  AND group_name IS NOT NULL;
+
+UPDATE dbo.readpast_schedules WITH (ROWLOCK)
+SET last_task_id = @task_id
+WHERE id = @id;
+`,
+	params: []string{"id", "name", "task_id", "fire_at", "group_name"},
+}
+
 // runAuditBatch records a Run now.
 var runAuditBatch = query{
 	name: "run-schedule-audit",
@@ -266,10 +319,12 @@ SELECT @now AS now_utc,
        (SELECT MIN(x.next_fire_at)
         FROM dbo.readpast_schedules AS x
         WHERE x.next_fire_at > @now) AS next_after,
-       d.id, d.name, d.cron, d.time_zone, d.misfire, d.version, d.next_fire_at, d.last_fire_at
+       d.id, d.name, d.cron, d.time_zone, d.misfire, d.version, d.next_fire_at, d.last_fire_at,
+       d.targets, d.fanout_limit
 FROM (VALUES (1)) AS one (n)
 OUTER APPLY (
-    SELECT TOP (@limit) s.id, s.name, s.cron, s.time_zone, s.misfire, s.version, s.next_fire_at, s.last_fire_at
+    SELECT TOP (@limit) s.id, s.name, s.cron, s.time_zone, s.misfire, s.version, s.next_fire_at, s.last_fire_at,
+           s.targets, s.fanout_limit
     FROM dbo.readpast_schedules AS s
     WHERE s.next_fire_at <= @now
     ORDER BY s.next_fire_at

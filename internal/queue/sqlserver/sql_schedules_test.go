@@ -26,6 +26,8 @@ func scheduleBoundQueries(t *testing.T) []boundQuery {
 		{fireBatch, fireArgs(queue.ScheduleFire{ID: 7, Version: 3, FireAt: time.Now(), Next: time.Now().Add(time.Hour)})},
 		{linkRunBatch, linkRunArgs(r, 42, time.Time{})},
 		{runAuditBatch, runAuditArgs("ann", "nightly", 42)},
+		{fanOutGroupBatch, fanOutGroupArgs(&queue.FanOutFire{Group: "fanout-x", Limit: 2}, "schedule:nightly")},
+		{linkFanOutBatch, linkFanOutArgs(r, 42, time.Time{}, "fanout-x")},
 		{dueSchedulesQuery, dueArgs(time.Time{}, 100)},
 	}
 }

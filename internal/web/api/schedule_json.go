@@ -24,6 +24,11 @@ type scheduleIn struct {
 	Overlap        string   `json:"overlap"`
 	Misfire        string   `json:"misfire"`
 	Target         *string  `json:"target"`
+	// Targets, instead of target, makes each fire a fan-out: one task per
+	// target the names and tags ("tag:prod") match at the fire time, at most
+	// FanOutLimit running at once (docs/SCHEDULES.md, "Fan-out").
+	Targets     []string `json:"targets"`
+	FanOutLimit *int     `json:"fanout_limit"`
 }
 
 // def converts the input; the schedule package checks the rest and names the
@@ -31,7 +36,13 @@ type scheduleIn struct {
 func (in scheduleIn) def() (queue.ScheduleDef, error) {
 	d := queue.ScheduleDef{Name: in.Name, Cron: in.Cron, Paused: in.Paused,
 		Overlap: queue.Overlap(in.Overlap), Misfire: queue.Misfire(in.Misfire),
-		Task: queue.ScheduleTask{Body: in.Body, Priority: in.Priority, Transactional: in.Transactional}}
+		Task: queue.ScheduleTask{Body: in.Body, Priority: in.Priority, Transactional: in.Transactional, Targets: in.Targets}}
+	if in.FanOutLimit != nil {
+		if *in.FanOutLimit == 0 {
+			return d, &queue.ValidationError{Field: "fanout_limit", Reason: "is 0: give 1 or more servers at once, or leave it out for all"}
+		}
+		d.Task.FanOutLimit = *in.FanOutLimit
+	}
 	var err error
 	if d.TimeZone, err = given("", "time_zone", in.TimeZone, "leave it out for UTC"); err != nil {
 		return d, err
@@ -74,6 +85,10 @@ type schedulePatch struct {
 	Overlap        optional[string]  `json:"overlap"`
 	Misfire        optional[string]  `json:"misfire"`
 	Target         optional[string]  `json:"target"` // null: the queue's default target
+	// Targets: null or [] ends the fan-out; FanOutLimit: null runs every
+	// target at once.
+	Targets     optional[[]string] `json:"targets"`
+	FanOutLimit optional[int]      `json:"fanout_limit"`
 }
 
 // update converts the patch; nothing in it may be left unchecked by the store.
@@ -102,6 +117,16 @@ func (in schedulePatch) update() (queue.ScheduleUpdate, error) {
 	}
 	u.Cron, u.TimeZone, u.Queue, u.Body, u.Group = in.Cron.ptr(), in.TimeZone.ptr(), in.Queue.ptr(), in.Body.ptr(), in.Group.ptr()
 	u.Target = in.Target.ptr()
+	if in.Targets.Set {
+		sels := in.Targets.V // null: none
+		u.Targets = &sels
+	}
+	if in.FanOutLimit.Set {
+		if !in.FanOutLimit.Null && in.FanOutLimit.V == 0 {
+			return u, &queue.ValidationError{Field: "fanout_limit", Reason: "is 0: give 1 or more servers at once, or null for all"}
+		}
+		u.FanOutLimit = in.FanOutLimit.ptr() // null: 0, all at once
+	}
 	u.Transactional, u.Paused = in.Transactional.ptr(), in.Paused.ptr()
 	if in.Overlap.Set {
 		o := queue.Overlap(in.Overlap.V)
@@ -156,6 +181,10 @@ type Schedule struct {
 	Overlap        string   `json:"overlap"`
 	Misfire        string   `json:"misfire"`
 	Target         *string  `json:"target"` // null: the queue's default target
+	// Targets are a fan-out's names and tags ([] for none), FanOutLimit how
+	// many of its servers run at once (null: all).
+	Targets     []string `json:"targets"`
+	FanOutLimit *int     `json:"fanout_limit"`
 	// NextFireAt is the next fire time (null while paused); NextFireTimes
 	// are the next five, each in UTC and in the schedule's zone.
 	NextFireAt    *time.Time `json:"next_fire_at"`
@@ -197,6 +226,11 @@ func toSchedule(s *queue.Schedule) Schedule {
 		CreatedAt: s.CreatedAt.UTC(), CreatedBy: s.CreatedBy, UpdatedAt: s.UpdatedAt.UTC(), UpdatedBy: s.UpdatedBy}
 	if s.Task.Priority != nil {
 		o.Priority = *s.Task.Priority
+	}
+	o.Targets = append([]string{}, s.Task.Targets...)
+	if s.Task.FanOutLimit > 0 {
+		l := s.Task.FanOutLimit
+		o.FanOutLimit = &l
 	}
 	for _, at := range ops.UpcomingFires(s, ops.UpcomingShown) {
 		o.NextFireTimes = append(o.NextFireTimes, FireTime{UTC: at.UTC(), Local: at})

@@ -47,7 +47,7 @@ func TestLiveSchedulesFollowChanges(t *testing.T) {
 		_, err = schedule.Editor{Store: e.Store}.UpdateSchedule(e.Ctx, "nightly", queue.ScheduleUpdate{Paused: &paused, Actor: "elsewhere"})
 		require.NoError(t, err)
 		waitRow("a pause", "st-paused")
-		run, err := e.Store.RunSchedule(e.Ctx, "nightly", "elsewhere")
+		run, err := e.Store.RunSchedule(e.Ctx, "nightly", "elsewhere", nil)
 		require.NoError(t, err)
 		waitRow("a run", fmt.Sprintf(`href="/tasks/%d"`, run.ID))
 		_, err = e.Store.Cancel(e.Ctx, run.ID, "elsewhere")

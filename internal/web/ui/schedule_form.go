@@ -144,7 +144,7 @@ func readScheduleForm(c echo.Context) (templates.ScheduleForm, error) {
 	f := templates.ScheduleForm{
 		Cron: v("cron"), TimeZone: v("time_zone"), Queue: v("queue"), Body: strings.ReplaceAll(c.FormValue("body"), "\r\n", "\n"),
 		Priority: v("priority"), Group: v("group"), MaxAttempts: v("max_attempts"), TimeoutSeconds: v("timeout_seconds"),
-		Overlap: v("overlap"), Misfire: v("misfire"), Target: v("target"),
+		Overlap: v("overlap"), Misfire: v("misfire"), Target: v("target"), Targets: v("targets"), FanOutLimit: v("fanout_limit"),
 	}
 	return f, formBools(c, checkbox{"transactional", &f.Transactional}, checkbox{"paused", &f.Paused})
 }
@@ -156,10 +156,22 @@ func readScheduleForm(c echo.Context) (templates.ScheduleForm, error) {
 func parseScheduleForm(f templates.ScheduleForm) (queue.ScheduleDef, map[string]string) {
 	t, errs := parseTaskForm(templates.TaskForm{Queue: f.Queue, Body: f.Body, Priority: f.Priority, Group: f.Group,
 		MaxAttempts: f.MaxAttempts, TimeoutSeconds: f.TimeoutSeconds, Transactional: f.Transactional, Target: f.Target}, true)
-	return queue.ScheduleDef{Name: f.Name, Cron: f.Cron, TimeZone: f.TimeZone, Paused: f.Paused,
+	d := queue.ScheduleDef{Name: f.Name, Cron: f.Cron, TimeZone: f.TimeZone, Paused: f.Paused,
 		Overlap: queue.Overlap(f.Overlap), Misfire: queue.Misfire(f.Misfire),
 		Task: queue.ScheduleTask{Queue: t.Queue, Body: t.Body, Priority: t.Priority, Group: t.Group,
-			MaxAttempts: t.MaxAttempts, Timeout: t.Timeout, Transactional: t.Transactional, Target: t.Target}}, errs
+			MaxAttempts: t.MaxAttempts, Timeout: t.Timeout, Transactional: t.Transactional, Target: t.Target,
+			Targets: splitSelectors(f.Targets)}}
+	if f.FanOutLimit != "" {
+		n, err := strconv.Atoi(f.FanOutLimit)
+		if err != nil || n < 1 {
+			if errs == nil {
+				errs = map[string]string{}
+			}
+			errs["fanout_limit"] = fmt.Sprintf("%q is not a number of servers (1 or more)", f.FanOutLimit)
+		}
+		d.Task.FanOutLimit = n
+	}
+	return d, errs
 }
 
 // wholeUpdate sets every field of the definition but the pause: what the edit
@@ -171,14 +183,19 @@ func wholeUpdate(d queue.ScheduleDef) queue.ScheduleUpdate {
 	}
 	return queue.ScheduleUpdate{Cron: &d.Cron, TimeZone: &d.TimeZone, Queue: &d.Task.Queue, Body: &d.Task.Body,
 		Priority: &p, Group: &d.Task.Group, MaxAttempts: &d.Task.MaxAttempts, Timeout: &d.Task.Timeout,
-		Transactional: &d.Task.Transactional, Overlap: &d.Overlap, Misfire: &d.Misfire, Target: &d.Task.Target}
+		Transactional: &d.Task.Transactional, Overlap: &d.Overlap, Misfire: &d.Misfire, Target: &d.Task.Target,
+		Targets: &d.Task.Targets, FanOutLimit: &d.Task.FanOutLimit}
 }
 
 // formOf is a stored schedule as the form shows it.
 func formOf(s *queue.Schedule) templates.ScheduleForm {
 	f := templates.ScheduleForm{Name: s.Name, Cron: s.Cron, TimeZone: s.TimeZone, Queue: s.Task.Queue, Body: s.Task.Body,
 		Group: s.Task.Group, MaxAttempts: strconv.Itoa(s.Task.MaxAttempts), Transactional: s.Task.Transactional,
-		Paused: s.Paused, Overlap: string(s.Overlap), Misfire: string(s.Misfire), Target: s.Task.Target}
+		Paused: s.Paused, Overlap: string(s.Overlap), Misfire: string(s.Misfire), Target: s.Task.Target,
+		Targets: strings.Join(s.Task.Targets, ", ")}
+	if s.Task.FanOutLimit > 0 {
+		f.FanOutLimit = strconv.Itoa(s.Task.FanOutLimit)
+	}
 	if s.Task.Priority != nil {
 		f.Priority = strconv.Itoa(*s.Task.Priority)
 	}

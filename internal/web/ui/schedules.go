@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -48,7 +49,7 @@ func scheduleRow(s *queue.Schedule, now time.Time, operate bool) templates.Sched
 	r := templates.ScheduleRow{ID: s.ID, Name: s.Name, Cron: s.Cron, Zone: s.TimeZone, Paused: s.Paused,
 		Overlap: overlapText(s.Overlap), Misfire: misfireText(s.Misfire), Queue: s.Task.Queue,
 		Body: firstLine(s.Task.Body, 200), BodyFull: s.Task.Body, TasksURL: withQuery("/tasks", "schedule", s.Name),
-		Next: showFireTimes(ops.UpcomingFires(s, ops.UpcomingShown)), LastFire: lastFire(s)}
+		Next: showFireTimes(ops.UpcomingFires(s, ops.UpcomingShown)), LastFire: lastFire(s), Where: scheduleWhere(s.Task)}
 	if s.LastTaskID != 0 {
 		r.LastRun = &templates.ScheduleRun{TaskID: s.LastTaskID, URL: taskURL(s.LastTaskID), State: string(s.LastTaskState),
 			Finished: showTime(s.LastTaskFinishedAt, now)}
@@ -64,6 +65,20 @@ func scheduleRow(s *queue.Schedule, now time.Time, operate bool) templates.Sched
 		r.EditURL, r.DeleteURL = base+"/edit", base+"/delete"
 	}
 	return r
+}
+
+// scheduleWhere says where a schedule's runs go: its target, or the targets
+// each fire fans out to; "" for the queue's default target.
+func scheduleWhere(t queue.ScheduleTask) string {
+	switch {
+	case len(t.Targets) > 0 && t.FanOutLimit > 0:
+		return fmt.Sprintf("fans out to %s, %d at once", strings.Join(t.Targets, ", "), t.FanOutLimit)
+	case len(t.Targets) > 0:
+		return "fans out to " + strings.Join(t.Targets, ", ")
+	case t.Target != "":
+		return "on " + t.Target
+	}
+	return ""
 }
 
 // overlapText and misfireText say a schedule's policies in a few words; the

@@ -210,12 +210,7 @@ func (u *Pages) retryFanOut(c echo.Context) error {
 // fanOutFromForm enqueues the form's task as a fan-out when it names
 // targets; ok false when it names none.
 func (u *Pages) fanOutFromForm(c echo.Context, form templates.TaskForm, base queue.NewTask) (group string, errs map[string]string, err error) {
-	var selectors []string
-	for _, s := range strings.Split(form.Targets, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			selectors = append(selectors, s)
-		}
-	}
+	selectors := splitSelectors(form.Targets)
 	limit := 0
 	if form.FanOutLimit != "" {
 		n, convErr := strconv.Atoi(form.FanOutLimit)
@@ -287,6 +282,18 @@ func targetShown(name string) string {
 		return "its queue's default (else the node's)"
 	}
 	return name
+}
+
+// splitSelectors reads a form's fan-out field: names and tags separated by
+// commas; nil when it names none.
+func splitSelectors(field string) []string {
+	var selectors []string
+	for _, s := range strings.Split(field, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			selectors = append(selectors, s)
+		}
+	}
+	return selectors
 }
 
 // fanOutURL is the page of a fan-out's group, "" for another group.

@@ -108,6 +108,6 @@ func SeedDemo(t *testing.T, ctx context.Context, s queue.Store) {
 		_, err := schedule.Editor{Store: s}.CreateSchedule(ctx, d, "seed")
 		require.NoError(t, err)
 	}
-	_, err := s.RunSchedule(ctx, "nightly-index-rebuild", "seed")
+	_, err := s.RunSchedule(ctx, "nightly-index-rebuild", "seed", nil)
 	require.NoError(t, err)
 }
