@@ -27,6 +27,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		7:  "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_bulk_ops', N'U') IS NULL THEN 0 ELSE 1 END;",
 		8:  "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_groups', N'has_free') IS NULL THEN 0 ELSE 1 END;",
 		12: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_schedules', N'targets') IS NULL THEN 0 ELSE 1 END;",
+		15: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_job_runs', N'fanout_failed') IS NULL THEN 0 ELSE 1 END;",
 	},
 	dialect.Postgres: {
 		1:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
@@ -38,6 +39,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		7:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_bulk_ops'",
 		8:  "SELECT 1", // the file changes nothing on PostgreSQL
 		12: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_schedules' AND column_name = 'targets'",
+		15: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_job_runs' AND column_name = 'fanout_failed'",
 	},
 	dialect.SQLite: {
 		1:  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_tasks'",
@@ -49,6 +51,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		7:  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_bulk_ops'",
 		8:  "SELECT 1", // the file changes nothing on SQLite
 		12: "SELECT count(*) FROM pragma_table_info('readpast_schedules') WHERE name = 'targets'",
+		15: "SELECT count(*) FROM pragma_table_info('readpast_job_runs') WHERE name = 'fanout_failed'",
 	},
 }
 

@@ -65,6 +65,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"manage", manageTests},
 		{"targets", targetTests},
 		{"jobs", jobTests},
+		{"job_fanout", jobFanOutTests},
 		{"job_schedules", jobScheduleTests},
 		{"retry_policy", retryPolicyTests},
 		{"alerts", alertTests},
