@@ -30,6 +30,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		10: "SELECT CASE WHEN EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.readpast_tasks') AND name = N'readpast_tasks_ready_target') THEN 1 ELSE 0 END;",
 		11: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_results', N'U') IS NULL THEN 0 ELSE 1 END;",
 		12: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_schedules', N'targets') IS NULL THEN 0 ELSE 1 END;",
+		13: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_job_runs', N'fanout_failed') IS NULL THEN 0 ELSE 1 END;",
 	},
 	dialect.Postgres: {
 		1:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
@@ -44,6 +45,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		10: "SELECT count(*) FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND indexname = 'readpast_tasks_ready_target'",
 		11: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_results'",
 		12: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_schedules' AND column_name = 'targets'",
+		13: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_job_runs' AND column_name = 'fanout_failed'",
 	},
 	dialect.SQLite: {
 		1:  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_tasks'",
@@ -58,6 +60,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		10: "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'readpast_tasks_ready_target'",
 		11: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_results'",
 		12: "SELECT count(*) FROM pragma_table_info('readpast_schedules') WHERE name = 'targets'",
+		13: "SELECT count(*) FROM pragma_table_info('readpast_job_runs') WHERE name = 'fanout_failed'",
 	},
 }
 

@@ -88,7 +88,11 @@ func Compile(d Definition, owner string, maxBody int) (queue.NewJob, []string, e
 			return bad(field("target"), "is %q but the step is transactional: its body commits with its end in the store's transaction, so it runs only on the store (target %q); drop transactional or the target", s.Target, queue.TargetStore)
 		}
 		p := queue.PlanStep{Name: s.Name, Body: s.Body, Target: s.Target, Timeout: time.Duration(s.Timeout),
-			Transactional: s.Transactional, MaxAttempts: s.RetryAttempts + 1, RetryInterval: time.Duration(s.RetryInterval).Round(time.Millisecond)}
+			Transactional: s.Transactional, MaxAttempts: s.RetryAttempts + 1, RetryInterval: time.Duration(s.RetryInterval).Round(time.Millisecond),
+			Targets: s.Targets, FanOutLimit: s.FanOutLimit}
+		if err := checkStepFanOut(d.Queue, p, field); err != nil {
+			return queue.NewJob{}, nil, err
+		}
 		if _, err := queue.StepTask(d.Queue, p, queue.StepCreatedBy(d.Name)).Normalize(maxBody); err != nil {
 			if ve, ok := err.(*queue.ValidationError); ok {
 				ve.Field = field(ve.Field)

@@ -36,6 +36,8 @@ type StepDef struct {
 	Name          string   `json:"name"`
 	Body          string   `json:"body"`
 	Target        string   `json:"target,omitempty"`
+	Targets       []string `json:"targets,omitempty"`      // fan out: names and tag:NAME, resolved when a run starts
+	FanOutLimit   int      `json:"fanout_limit,omitempty"` // of a fan-out: how many targets run at once (0: all)
 	Timeout       Duration `json:"timeout,omitempty"`
 	Transactional bool     `json:"transactional,omitempty"`
 	RetryAttempts int      `json:"retry_attempts,omitempty"`

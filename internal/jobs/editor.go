@@ -15,6 +15,9 @@ type Editor struct {
 	Store Store
 	// MaxBodyBytes is the store's body limit (0: queue.DefaultMaxBodyBytes).
 	MaxBodyBytes int
+	// Resolve resolves the targets of a step that fans out when a run
+	// starts (ops.FanOutResolver); nil: a run of such a job is refused.
+	Resolve func(ctx context.Context, selectors []string) ([]string, error)
 }
 
 // Store is what the editor writes: the job and its schedules (schedules of
@@ -137,15 +140,18 @@ func (e Editor) Run(ctx context.Context, name, from, actor string) (queue.RunSta
 		return queue.RunStarted{}, err
 	}
 	r := queue.StartRun{Job: name, Trigger: queue.TriggerRunNow, Actor: actor}
+	j, err := e.Store.GetJob(ctx, name)
+	if err != nil {
+		return queue.RunStarted{}, err
+	}
 	if from != "" {
-		j, err := e.Store.GetJob(ctx, name)
-		if err != nil {
-			return queue.RunStarted{}, err
-		}
 		if r.From, err = StepIndex(j.Steps, from); err != nil {
 			return queue.RunStarted{}, err
 		}
 		r.Trigger = queue.TriggerFromStep
+	}
+	if r.Targets, err = e.runTargets(ctx, j.Steps); err != nil {
+		return queue.RunStarted{}, err
 	}
 	return e.Store.StartRun(ctx, r)
 }

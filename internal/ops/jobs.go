@@ -13,7 +13,7 @@ import (
 // the actor's.
 
 func (o *Ops) jobs() jobs.Editor {
-	return jobs.Editor{Store: o.store, MaxBodyBytes: o.schedules.MaxBodyBytes}
+	return jobs.Editor{Store: o.store, MaxBodyBytes: o.schedules.MaxBodyBytes, Resolve: o.schedules.Resolve}
 }
 
 // CreateJob stores a new job; warnings are what its flow allows but is likely

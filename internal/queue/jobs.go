@@ -57,6 +57,12 @@ type PlanStep struct {
 	RetryInterval time.Duration // 0: the queue's back-off
 	OnSuccess     int
 	OnFailure     int
+	// Targets, when set, makes the step fan out (docs/JOBS.md, "A step
+	// that fans out"): in a job's plan its selectors (names and tag:NAME),
+	// in a run's plan the target names they resolved to when the run
+	// started. FanOutLimit is how many of them run at once (0: all).
+	Targets     []string
+	FanOutLimit int
 }
 
 // NewJob is a job as the store writes it: checked and compiled by the jobs
@@ -115,7 +121,8 @@ type RunStep struct {
 	Index      int
 	Step       string
 	TaskID     int64
-	State      State // the task's
+	Target     string // the task's target: one of a step that fans out has one task per target
+	State      State  // the task's
 	Attempts   int
 	StartedAt  time.Time
 	FinishedAt time.Time
@@ -129,6 +136,11 @@ type StartRun struct {
 	Trigger    string // TriggerRunNow, TriggerFromStep
 	Actor      string
 	OnlyIfIdle bool // refuse (Duplicate) while the job has an unfinished run, whatever its overlap
+	// Targets are the target names each step that fans out resolved to, by
+	// plan index, resolved by the node starting the run (ResolveRunTargets):
+	// a step is enqueued inside another task's end, where nothing can ask
+	// the live nodes which targets a tag names.
+	Targets map[int][]string
 }
 
 // RunStarted is what StartRun did: the new run, or with Duplicate the

@@ -246,6 +246,9 @@ type DueSchedule struct {
 	// resolves them before it fires (ScheduleFire.FanOut).
 	Targets     []string
 	FanOutLimit int
+	// Job is the job a job's schedule starts a run of: the scheduler
+	// resolves the targets of its steps that fan out before it fires.
+	Job string
 }
 
 // DueSchedules is what ScheduleStore.DueSchedules found.

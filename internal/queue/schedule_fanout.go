@@ -111,6 +111,9 @@ type FanOutFire struct {
 	// is tried again at the next look; a fire skipped by a policy does not
 	// need the targets and is recorded.
 	Err error
+	// Steps, for a job's schedule, are the target names each step of the
+	// job that fans out resolved to, by plan index (StartRun.Targets).
+	Steps map[int][]string
 }
 
 // NewFanOutFire resolves a schedule's selectors with resolve, as a scheduler

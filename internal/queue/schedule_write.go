@@ -50,9 +50,14 @@ type ScheduleRun struct {
 }
 
 // StartRun is the run of the job r.Job a fire or Run now of r starts, in its
-// transaction, as actor.
-func (r ScheduleRun) StartRun(actor string) StartRun {
-	return StartRun{Job: r.Job, Trigger: TriggerSchedule, Actor: actor}
+// transaction, as actor, with the targets of its steps that fan out that the
+// firing node resolved (fan.Steps; fan nil: none).
+func (r ScheduleRun) StartRun(actor string, fan *FanOutFire) StartRun {
+	s := StartRun{Job: r.Job, Trigger: TriggerSchedule, Actor: actor}
+	if fan != nil {
+		s.Targets = fan.Steps
+	}
+	return s
 }
 
 // NewTask is the run's task, created by createdBy, checked against the

@@ -110,7 +110,11 @@ func (e Editor) RunSchedule(ctx context.Context, name, actor string) (queue.Enqu
 		return queue.Enqueued{}, err
 	}
 	var fan *queue.FanOutFire
-	if len(cur.Task.Targets) > 0 {
+	if cur.Job != "" {
+		if fan = jobFanOut(ctx, e.Store, cur.Job, e.Resolve); fan != nil && fan.Err != nil {
+			return queue.Enqueued{}, fan.Err
+		}
+	} else if len(cur.Task.Targets) > 0 {
 		if e.Resolve == nil {
 			return queue.Enqueued{}, errNoResolver
 		}

@@ -49,3 +49,26 @@ func (s *Scheduler) fanOut(ctx context.Context, d queue.DueSchedule, at time.Tim
 }
 
 var errNoResolver = errors.New("this node's scheduler cannot resolve targets (no directory of targets wired)")
+
+// jobFanOut resolves, with resolve, the targets of the steps that fan out of
+// job (docs/JOBS.md, "A step that fans out") for the run a fire or a Run now
+// of its schedule starts: a run's steps are enqueued inside other tasks'
+// ends, so their tags are resolved when it starts, by the node starting it.
+// Nil when no step fans out.
+func jobFanOut(ctx context.Context, store queue.ScheduleStore, job string, resolve Resolver) *queue.FanOutFire {
+	js, ok := store.(interface {
+		GetJob(ctx context.Context, name string) (*queue.Job, error)
+	})
+	if !ok {
+		return nil
+	}
+	j, err := js.GetJob(ctx, job)
+	if err != nil {
+		return &queue.FanOutFire{Err: err}
+	}
+	steps, err := queue.ResolveRunTargets(ctx, j.Steps, resolve)
+	if steps == nil && err == nil {
+		return nil
+	}
+	return &queue.FanOutFire{Steps: steps, Err: err}
+}

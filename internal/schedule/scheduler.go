@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -152,7 +153,13 @@ func (s *Scheduler) fire(ctx context.Context, d queue.DueSchedule, now time.Time
 		return f, queue.Fired{}, err
 	}
 	f.FanOut = s.fanOut(ctx, d, f.FireAt)
+	if d.Job != "" {
+		f.FanOut = jobFanOut(ctx, s.store, d.Job, s.cfg.Resolve)
+	}
 	fired, err := s.store.FireSchedule(ctx, f)
+	if err != nil && d.Job != "" && f.FanOut != nil && f.FanOut.Err != nil {
+		err = fmt.Errorf("%w (%v)", err, f.FanOut.Err)
+	}
 	if err != nil || !fired.Won {
 		return f, fired, err
 	}

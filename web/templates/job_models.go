@@ -147,6 +147,7 @@ type RunView struct {
 type RunStepRow struct {
 	N                                   int
 	Step, State, TaskURL, Started, Took string
+	Target                              string // the task's: a step that fans out lists one row per target
 	Attempts                            int
 	Error                               string
 }

@@ -21,7 +21,7 @@ const jobColumns = `j.id, j.name, j.description, j.category, j.owner, j.enabled,
 const jobRunColumns = `r.id, r.job_name, r.state, r.trigger_kind, r.start_step, r.created_by, r.started_at, r.finished_at,
 	r.steps_run, r.current_step, r.current_task_id, r.reason`
 
-const planColumns = `name, body, target, timeout_ms, transactional, max_attempts, retry_interval_ms, on_success, on_failure`
+const planColumns = `name, body, target, timeout_ms, transactional, max_attempts, retry_interval_ms, on_success, on_failure, targets, fanout_limit`
 
 type scanRow interface{ Scan(...any) error }
 
@@ -72,8 +72,11 @@ func scanStep(r scanRow) (queue.PlanStep, error) {
 		s                  queue.PlanStep
 		timeoutMS, retryMS int64
 		maxAtt, ok, fail   int32
+		targets            string
+		limit              int32
 	)
-	err := r.Scan(&s.Name, &s.Body, &s.Target, &timeoutMS, &s.Transactional, &maxAtt, &retryMS, &ok, &fail)
+	err := r.Scan(&s.Name, &s.Body, &s.Target, &timeoutMS, &s.Transactional, &maxAtt, &retryMS, &ok, &fail, &targets, &limit)
+	s.Targets, s.FanOutLimit = queue.SplitSelectors(targets), int(limit)
 	s.Timeout, s.RetryInterval = time.Duration(timeoutMS)*time.Millisecond, time.Duration(retryMS)*time.Millisecond
 	s.MaxAttempts, s.OnSuccess, s.OnFailure = int(maxAtt), int(ok), int(fail)
 	return s, err
@@ -99,17 +102,19 @@ func writePlan(ctx context.Context, tx pgx.Tx, jobID int64, steps []queue.PlanSt
 		timeouts, retries      = make([]int64, n), make([]int64, n)
 		trans                  = make([]bool, n)
 		maxAtt, ok, fail       = make([]int32, n), make([]int32, n), make([]int32, n)
+		sels, limits           = make([]string, n), make([]int32, n)
 	)
 	for i, s := range steps {
+		sels[i], limits[i] = queue.JoinSelectors(s.Targets), int32(s.FanOutLimit)
 		names[i], bodies[i], targets[i] = s.Name, s.Body, s.Target
 		timeouts[i], retries[i], trans[i] = s.Timeout.Milliseconds(), s.RetryInterval.Milliseconds(), s.Transactional
 		maxAtt[i], ok[i], fail[i] = int32(s.MaxAttempts), int32(s.OnSuccess), int32(s.OnFailure)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO readpast_job_steps (job_id, step_index, `+planColumns+`)
-		SELECT $1, x.ord - 1, x.n, x.b, x.t, x.tm, x.tr, x.m, x.r, x.s, x.f
+		SELECT $1, x.ord - 1, x.n, x.b, x.t, x.tm, x.tr, x.m, x.r, x.s, x.f, x.ts, x.l
 		  FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::boolean[], $7::integer[], $8::bigint[],
-		              $9::integer[], $10::integer[]) WITH ORDINALITY AS x(n, b, t, tm, tr, m, r, s, f, ord)`,
-		jobID, names, bodies, targets, timeouts, trans, maxAtt, retries, ok, fail)
+		              $9::integer[], $10::integer[], $11::text[], $12::integer[]) WITH ORDINALITY AS x(n, b, t, tm, tr, m, r, s, f, ts, l, ord)`,
+		jobID, names, bodies, targets, timeouts, trans, maxAtt, retries, ok, fail, sels, limits)
 	return err
 }
 
@@ -269,21 +274,36 @@ func startRunTx(ctx context.Context, tx pgx.Tx, r queue.StartRun) (queue.RunStar
 		if r.From < 0 || r.From >= steps {
 			return &queue.ValidationError{Field: "from_step", Reason: fmt.Sprintf("job %s has %d steps: there is no step %d", r.Job, steps, r.From+1)}
 		}
+		// The plan's fan-outs get the target names the starting node
+		// resolved (the job's row is locked: its plan is the one copied).
+		plan, err := readPlan(ctx, tx, jobID)
+		if err != nil {
+			return err
+		}
+		if plan, err = queue.RunPlan(r.Job, plan, r.Targets); err != nil {
+			return err
+		}
 		err = tx.QueryRow(ctx, `WITH run AS (
 					INSERT INTO readpast_job_runs (job_id, job_name, queue, trigger_kind, start_step, created_by, current_step, current_task_id)
 					VALUES ($1, $2, $3, $4, $5, $6, $5, 0) RETURNING id),
 				plan AS (
 					INSERT INTO readpast_run_steps (run_id, step_index, `+planColumns+`)
 					SELECT run.id, s.step_index, s.name, s.body, s.target, s.timeout_ms, s.transactional, s.max_attempts,
-					       s.retry_interval_ms, s.on_success, s.on_failure
-					  FROM readpast_job_steps s CROSS JOIN run WHERE s.job_id = $1)
-				SELECT id FROM run`, jobID, r.Job, q, r.Trigger, r.From, r.Actor).Scan(&out.RunID)
+					       s.retry_interval_ms, s.on_success, s.on_failure, coalesce(x.targets, ''), s.fanout_limit
+					  FROM readpast_job_steps s CROSS JOIN run
+					  LEFT JOIN unnest($7::text[]) WITH ORDINALITY AS x(targets, ord) ON x.ord - 1 = s.step_index
+					 WHERE s.job_id = $1)
+				SELECT id FROM run`, jobID, r.Job, q, r.Trigger, r.From, r.Actor, runTargets(plan)).Scan(&out.RunID)
 		if err != nil {
 			return err
 		}
 		// The plan's rows are written by the statement above; the step's
 		// task reads them in the next.
-		err = tx.QueryRow(ctx, `SELECT readpast_enqueue_step($1, $2, $3, $4)`, out.RunID, r.From, q, queue.StepCreatedBy(r.Job)).Scan(&out.TaskID)
+		enqueue := `SELECT readpast_enqueue_step($1, $2, $3, $4)`
+		if len(plan[r.From].Targets) > 0 {
+			enqueue = `SELECT readpast_enqueue_fanout($1, $2, $3, $4, 1)`
+		}
+		err = tx.QueryRow(ctx, enqueue, out.RunID, r.From, q, queue.StepCreatedBy(r.Job)).Scan(&out.TaskID)
 		if err != nil {
 			return err
 		}
@@ -311,7 +331,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*queue.Run, error) {
 	// A run's step executions: at most MaxStepExecutions tasks, by the index
 	// of run steps.
 	rows, err := s.pool.Query(ctx, `SELECT t.id, t.run_step, p.name, t.state, t.attempts, t.started_at, t.finished_at,
-			coalesce(t.last_error, '')
+			coalesce(t.last_error, ''), t.target
 		FROM readpast_tasks t JOIN readpast_run_steps p ON p.run_id = t.run_id AND p.step_index = t.run_step
 		WHERE t.run_id = $1 ORDER BY t.id`, id)
 	if err != nil {
@@ -324,7 +344,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*queue.Run, error) {
 			state             string
 			started, finished *time.Time
 		)
-		err := r.Scan(&st.TaskID, &idx, &st.Step, &state, &attempts, &started, &finished, &st.LastError)
+		err := r.Scan(&st.TaskID, &idx, &st.Step, &state, &attempts, &started, &finished, &st.LastError, &st.Target)
 		st.Index, st.Attempts, st.State, st.StartedAt, st.FinishedAt = int(idx), int(attempts), queue.State(state), utc(started), utc(finished)
 		return st, err
 	})
@@ -377,7 +397,18 @@ func (s *Store) CancelRun(ctx context.Context, id int64, actor string) (queue.Ru
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `SELECT 1 FROM readpast_tasks WHERE id = $1 FOR UPDATE`, taskID); err != nil {
+			// The current step's tasks, before the run (the lock order of a
+			// step's end): its task, or every task of a fan-out (the run's
+			// tasks of that step from current_task_id on, at most
+			// queue.MaxFanOut by the index readpast_tasks_run), in id order.
+			rows, err := tx.Query(ctx, `SELECT t.id FROM readpast_job_runs r JOIN readpast_tasks t ON t.run_id = r.id
+					AND (t.id = r.current_task_id OR (r.fanout_left > 0 AND t.id > r.current_task_id AND t.run_step = r.current_step))
+				WHERE r.id = $1 ORDER BY t.id FOR UPDATE OF t`, id)
+			if err != nil {
+				return err
+			}
+			tasks, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
 				return err
 			}
 			var current int64
@@ -400,6 +431,15 @@ func (s *Store) CancelRun(ctx context.Context, id int64, actor string) (queue.Ru
 			if _, err := tx.Exec(ctx, `SELECT readpast_cancel($1, $2)`, taskID, actor); err != nil {
 				return err
 			}
+			for _, t := range tasks {
+				if t == taskID {
+					continue
+				}
+				if _, err := tx.Exec(ctx, `SELECT readpast_cancel(id, $2) FROM readpast_tasks WHERE id = $1 AND state IN ('pending', 'running')`,
+					t, actor); err != nil {
+					return err
+				}
+			}
 			return audit(ctx, tx, actor, "cancel_run", fmt.Sprintf("run %d", id), fmt.Sprintf("task %d", taskID))
 		})
 		if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrInvalidState) {
@@ -420,4 +460,14 @@ func (s *Store) PurgeRuns(ctx context.Context, cutoff time.Time, batch int) (int
 	return s.purge(ctx, "purging job runs", `DELETE FROM readpast_job_runs WHERE id IN (
 		SELECT id FROM readpast_job_runs WHERE state <> 'running' AND finished_at < $1
 		 ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
+}
+
+// runTargets are the target names of each step of a run's plan, by index
+// (space-separated; "" for a step that does not fan out).
+func runTargets(plan []queue.PlanStep) []string {
+	out := make([]string, len(plan))
+	for i, s := range plan {
+		out[i] = queue.JoinSelectors(s.Targets)
+	}
+	return out
 }

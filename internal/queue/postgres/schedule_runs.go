@@ -86,7 +86,7 @@ func (s *Store) startRun(ctx context.Context, tx pgx.Tx, r queue.ScheduleRun, cr
 	}
 	if r.Job != "" {
 		// A job's schedule: a run of the job, its first step the run's task.
-		run, err := startRunTx(ctx, tx, r.StartRun(createdBy))
+		run, err := startRunTx(ctx, tx, r.StartRun(createdBy, fan))
 		if err != nil || run.Duplicate {
 			return run.TaskID, err
 		}
@@ -151,7 +151,7 @@ func (s *Store) RunSchedule(ctx context.Context, name, actor string, fan *queue.
 // database's now().
 func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queue.DueSchedules, error) {
 	rows, err := s.pool.Query(ctx, `SELECT n.now, n.next, d.id, d.name, d.cron, d.time_zone, d.misfire, d.version,
-			d.next_fire_at, d.last_fire_at, d.targets, d.fanout_limit
+			d.next_fire_at, d.last_fire_at, d.targets, d.fanout_limit, coalesce(d.job_name, '')
 		FROM (SELECT x.now, (SELECT min(next_fire_at) FROM readpast_schedules WHERE next_fire_at > x.now) AS next
 		        FROM (SELECT coalesce($1::timestamptz, now()) AS now) x) n
 		LEFT JOIN LATERAL (
@@ -169,15 +169,16 @@ func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queu
 			name, cron, zone, misfire *string
 			targets                   *string
 			limit                     *int32
+			job                       *string
 		)
-		if err := rows.Scan(&out.Now, &next, &id, &name, &cron, &zone, &misfire, &version, &due, &last, &targets, &limit); err != nil {
+		if err := rows.Scan(&out.Now, &next, &id, &name, &cron, &zone, &misfire, &version, &due, &last, &targets, &limit, &job); err != nil {
 			return queue.DueSchedules{}, wrap(err, "reading due schedules")
 		}
 		out.Now, out.Next = out.Now.UTC(), utc(next)
 		if id != nil {
 			out.Due = append(out.Due, queue.DueSchedule{ID: *id, Name: *name, Cron: *cron, TimeZone: *zone,
 				Misfire: queue.Misfire(*misfire), Version: *version, NextFireAt: utc(due), LastFireAt: utc(last),
-				Targets: queue.SplitSelectors(*targets), FanOutLimit: int(*limit)})
+				Targets: queue.SplitSelectors(*targets), FanOutLimit: int(*limit), Job: *job})
 		}
 	}
 	return out, wrap(rows.Err(), "reading due schedules")

@@ -66,6 +66,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"targets", targetTests},
 		{"target_backlog", targetBacklogTests},
 		{"jobs", jobTests},
+		{"job_fanout", jobFanOutTests},
 		{"job_schedules", jobScheduleTests},
 		{"retry_policy", retryPolicyTests},
 		{"alerts", alertTests},

@@ -91,14 +91,14 @@ func (s *Store) CreateJob(ctx context.Context, j queue.NewJob) error {
 // writePlan inserts plan rows keyed by (keyCol, step_index).
 func writePlan(ctx context.Context, tx *sql.Tx, table, keyCol string, key int64, steps []queue.PlanStep) error {
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO `+table+` (`+keyCol+`, step_index, `+planColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer ins.Close()
 	for i, st := range steps {
 		_, err := ins.ExecContext(ctx, key, i, st.Name, st.Body, st.Target, st.Timeout.Milliseconds(), boolInt(st.Transactional),
-			st.MaxAttempts, st.RetryInterval.Milliseconds(), st.OnSuccess, st.OnFailure)
+			st.MaxAttempts, st.RetryInterval.Milliseconds(), st.OnSuccess, st.OnFailure, queue.JoinSelectors(st.Targets), st.FanOutLimit)
 		if err != nil {
 			return fmt.Errorf("writing step %s: %w", st.Name, err)
 		}
@@ -225,6 +225,9 @@ func startRunTx(ctx context.Context, tx *sql.Tx, now int64, r queue.StartRun) (q
 	if r.From < 0 || r.From >= len(plan) {
 		return queue.RunStarted{}, &queue.ValidationError{Field: "from_step", Reason: fmt.Sprintf("job %s has %d steps: there is no step %d", r.Job, len(plan), r.From+1)}
 	}
+	if plan, err = queue.RunPlan(r.Job, plan, r.Targets); err != nil {
+		return queue.RunStarted{}, err
+	}
 	var runID int64
 	err = tx.QueryRowContext(ctx, `INSERT INTO readpast_job_runs (job_id, job_name, queue, trigger_kind, start_step, created_by,
 		started_at, current_step, current_task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING id`,
@@ -235,11 +238,11 @@ func startRunTx(ctx context.Context, tx *sql.Tx, now int64, r queue.StartRun) (q
 	if err := writePlan(ctx, tx, "readpast_run_steps", "run_id", runID, plan); err != nil {
 		return queue.RunStarted{}, err
 	}
-	taskID, err := enqueueStep(tx, now, runID, r.From, q, plan[r.From], queue.StepCreatedBy(r.Job))
+	taskID, n, err := enqueueRunStep(tx, now, runID, r.From, 1, q, plan[r.From], queue.StepCreatedBy(r.Job))
 	if err != nil {
 		return queue.RunStarted{}, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE readpast_job_runs SET current_task_id = ? WHERE id = ?`, taskID, runID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE readpast_job_runs SET current_task_id = ?, fanout_left = ? WHERE id = ?`, taskID, n, runID); err != nil {
 		return queue.RunStarted{}, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE readpast_jobs SET last_run_id = ? WHERE id = ?`, runID, jobID); err != nil {
@@ -282,7 +285,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*queue.Run, error) {
 	// A run's step executions: at most MaxStepExecutions tasks, by the index
 	// of run steps.
 	rows, err := s.r.QueryContext(ctx, `SELECT t.id, t.run_step, p.name, t.state, t.attempts, t.started_at, t.finished_at,
-			t.last_error
+			t.last_error, t.target
 		FROM readpast_tasks t JOIN readpast_run_steps p ON p.run_id = t.run_id AND p.step_index = t.run_step
 		WHERE t.run_id = ? ORDER BY t.id`, id)
 	if err != nil {
@@ -295,7 +298,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*queue.Run, error) {
 			started, finished sql.NullInt64
 			lastErr           sql.NullString
 		)
-		if err := rows.Scan(&st.TaskID, &st.Index, &st.Step, &st.State, &st.Attempts, &started, &finished, &lastErr); err != nil {
+		if err := rows.Scan(&st.TaskID, &st.Index, &st.Step, &st.State, &st.Attempts, &started, &finished, &lastErr, &st.Target); err != nil {
 			return nil, fmt.Errorf("reading the steps of run %d: %w", id, err)
 		}
 		st.StartedAt, st.FinishedAt, st.LastError = nullMicros(started), nullMicros(finished), lastErr.String
@@ -357,6 +360,29 @@ func (s *Store) CancelRun(ctx context.Context, id int64, actor string) (queue.Ru
 		out = queue.RunCancelled
 		if _, err := s.cancelTx(tx, now, taskID, actor); err != nil && !errors.Is(err, queue.ErrInvalidState) {
 			return err
+		}
+		// A step that fans out: the rest of its tasks (the run's from
+		// current_task_id on, at most queue.MaxFanOut by the run's index).
+		rows, err := tx.QueryContext(ctx, `SELECT t.id FROM readpast_job_runs r JOIN readpast_tasks t ON t.run_id = r.id
+			AND t.id > r.current_task_id AND t.run_step = r.current_step AND t.state IN ('pending', 'running')
+			WHERE r.id = ? AND r.fanout_left > 0`, id)
+		if err != nil {
+			return err
+		}
+		var rest []int64
+		for rows.Next() {
+			var t int64
+			if err := rows.Scan(&t); err != nil {
+				rows.Close()
+				return err
+			}
+			rest = append(rest, t)
+		}
+		rows.Close()
+		for _, t := range rest {
+			if _, err := s.cancelTx(tx, now, t, actor); err != nil && !errors.Is(err, queue.ErrInvalidState) {
+				return err
+			}
 		}
 		return s.audit(tx, now, actor, "cancel_run", "run "+strconv.FormatInt(id, 10), fmt.Sprintf("task %d", taskID))
 	})

@@ -71,7 +71,7 @@ func (s *Store) startRun(ctx context.Context, tx *sql.Tx, now int64, r queue.Sch
 	}
 	if r.Job != "" {
 		// A job's schedule: a run of the job, its first step the run's task.
-		run, err := startRunTx(ctx, tx, now, r.StartRun(createdBy))
+		run, err := startRunTx(ctx, tx, now, r.StartRun(createdBy, fan))
 		if err != nil || run.Duplicate {
 			return run.TaskID, err
 		}
@@ -137,7 +137,7 @@ func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queu
 	}
 	out := queue.DueSchedules{Now: at.UTC()}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, name, cron, time_zone, misfire, version, next_fire_at, last_fire_at,
-		targets, fanout_limit FROM readpast_schedules WHERE next_fire_at <= ? ORDER BY next_fire_at LIMIT ?`, micros(at), limit)
+		targets, fanout_limit, coalesce(job_name, '') FROM readpast_schedules WHERE next_fire_at <= ? ORDER BY next_fire_at LIMIT ?`, micros(at), limit)
 	if err != nil {
 		return out, fmt.Errorf("reading due schedules: %w", err)
 	}
@@ -147,7 +147,7 @@ func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queu
 		var next int64
 		var last sql.NullInt64
 		var targets string
-		if err := rows.Scan(&d.ID, &d.Name, &d.Cron, &d.TimeZone, &d.Misfire, &d.Version, &next, &last, &targets, &d.FanOutLimit); err != nil {
+		if err := rows.Scan(&d.ID, &d.Name, &d.Cron, &d.TimeZone, &d.Misfire, &d.Version, &next, &last, &targets, &d.FanOutLimit, &d.Job); err != nil {
 			return out, fmt.Errorf("reading due schedules: %w", err)
 		}
 		d.Targets = queue.SplitSelectors(targets)

@@ -26,6 +26,8 @@ type jsonStep struct {
 	RetryIntervalMS int64  `json:"retry_interval_ms"`
 	OnSuccess       int    `json:"on_success"`
 	OnFailure       int    `json:"on_failure"`
+	Targets         string `json:"targets"`
+	FanOutLimit     int    `json:"fanout_limit"`
 }
 
 // jobDefArgs binds jobDefParams.
@@ -34,7 +36,7 @@ func jobDefArgs(j queue.NewJob) ([]any, error) {
 	for i, s := range j.Steps {
 		steps[i] = jsonStep{StepIndex: i, Name: s.Name, Body: s.Body, Target: s.Target, TimeoutMS: s.Timeout.Milliseconds(),
 			Transactional: s.Transactional, MaxAttempts: s.MaxAttempts, RetryIntervalMS: s.RetryInterval.Milliseconds(),
-			OnSuccess: s.OnSuccess, OnFailure: s.OnFailure}
+			OnSuccess: s.OnSuccess, OnFailure: s.OnFailure, Targets: queue.JoinSelectors(s.Targets), FanOutLimit: s.FanOutLimit}
 	}
 	b, err := json.Marshal(steps)
 	if err != nil {
@@ -126,8 +128,11 @@ func scanStep(r *sql.Rows) (queue.PlanStep, error) {
 		s                  queue.PlanStep
 		timeoutMS, retryMS int64
 		maxAtt, ok, fail   int32
+		targets            string
+		limit              int32
 	)
-	err := r.Scan(&s.Name, &s.Body, &s.Target, &timeoutMS, &s.Transactional, &maxAtt, &retryMS, &ok, &fail)
+	err := r.Scan(&s.Name, &s.Body, &s.Target, &timeoutMS, &s.Transactional, &maxAtt, &retryMS, &ok, &fail, &targets, &limit)
+	s.Targets, s.FanOutLimit = queue.SplitSelectors(targets), int(limit)
 	s.Timeout, s.RetryInterval = time.Duration(timeoutMS)*time.Millisecond, time.Duration(retryMS)*time.Millisecond
 	s.MaxAttempts, s.OnSuccess, s.OnFailure = int(maxAtt), int(ok), int(fail)
 	return s, err
@@ -178,7 +183,22 @@ func startRunArgs(r queue.StartRun) []any {
 	return []any{sql.Named("job", r.Job), sql.Named("only_if_idle", r.OnlyIfIdle), sql.Named("from", int32(r.From)),
 		sql.Named("trigger", varchar(r.Trigger)), sql.Named("actor", r.Actor),
 		sql.Named("created_by", queue.StepCreatedBy(r.Job)),
-		sql.Named("detail", fmt.Sprintf("from step %d (%s)", r.From+1, r.Trigger))}
+		sql.Named("detail", fmt.Sprintf("from step %d (%s)", r.From+1, r.Trigger)), sql.Named("run_targets", maxText(runTargetsJSON(r.Targets)))}
+}
+
+// runTargetsJSON is StartRun.Targets as startRunBatch reads them: a JSON
+// array of the target names of each step by plan index, space-separated.
+func runTargetsJSON(targets map[int][]string) string {
+	n := 0
+	for i := range targets {
+		n = max(n, i+1)
+	}
+	out := make([]string, n)
+	for i, names := range targets {
+		out[i] = queue.JoinSelectors(names)
+	}
+	b, _ := json.Marshal(out) // strings marshal without error
+	return string(b)
 }
 
 // StartRun implements queue.Store.
@@ -204,8 +224,9 @@ func startRunOn(ctx context.Context, c *sql.Conn, r queue.StartRun) (queue.RunSt
 		jobID, lastRun, runID, taskID sql.NullInt64
 		busy                          bool
 		steps                         sql.NullInt32
+		unresolved                    sql.NullString
 	)
-	err := c.QueryRowContext(ctx, startRunBatch.text, startRunArgs(r)...).Scan(&jobID, &busy, &lastRun, &steps, &runID, &taskID)
+	err := c.QueryRowContext(ctx, startRunBatch.text, startRunArgs(r)...).Scan(&jobID, &busy, &lastRun, &steps, &runID, &taskID, &unresolved)
 	switch {
 	case err != nil:
 		return queue.RunStarted{}, err
@@ -213,6 +234,8 @@ func startRunOn(ctx context.Context, c *sql.Conn, r queue.StartRun) (queue.RunSt
 		return queue.RunStarted{}, fmt.Errorf("sqlserver: job %s: %w", r.Job, queue.ErrNotFound)
 	case busy:
 		return queue.RunStarted{RunID: lastRun.Int64, Duplicate: true}, nil
+	case unresolved.Valid:
+		return queue.RunStarted{}, fmt.Errorf("job %s: step %s fans out, but the node starting the run resolved no targets for it: start it again", r.Job, unresolved.String)
 	case !runID.Valid:
 		return queue.RunStarted{}, &queue.ValidationError{Field: "from_step",
 			Reason: fmt.Sprintf("job %s has %d steps: there is no step %d", r.Job, steps.Int32, r.From+1)}
@@ -238,7 +261,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*queue.Run, error) {
 			started, finished sql.NullTime
 			lastErr           sql.NullString
 		)
-		err := r.Scan(&st.TaskID, &idx, &st.Step, &state, &attempts, &started, &finished, &lastErr)
+		err := r.Scan(&st.TaskID, &idx, &st.Step, &state, &attempts, &started, &finished, &lastErr, &st.Target)
 		st.Index, st.Attempts, st.State = int(idx), int(attempts), queue.State(state)
 		st.StartedAt, st.FinishedAt, st.LastError = utc(started), utc(finished), lastErr.String
 		return st, err
@@ -298,7 +321,7 @@ func (s *Store) CancelRun(ctx context.Context, id int64, actor string) (queue.Ru
 			return queue.RunState(state.String), fmt.Errorf("%w: run %d has ended (%s); only a running run can be cancelled",
 				queue.ErrInvalidState, id, state.String)
 		}
-		return queue.RunCancelled, nil
+		return queue.RunCancelled, s.cancelFanOut(ctx, id, actor)
 	}
 	return "", errors.New("sqlserver: cancelling run: it kept moving to its next step while being cancelled; try again")
 }
@@ -332,4 +355,25 @@ func purgeRunsArgs(cutoff time.Time, batch int) []any {
 // deleteJobArgs binds deleteJobBatch.
 func deleteJobArgs(name, actor string) []any {
 	return []any{sql.Named("name", name), sql.Named("actor", actor)}
+}
+
+// cancelFanOut cancels the other unfinished tasks of a cancelled run's step
+// that fans out (cancelRunBatch cancelled its first with the run), each as
+// Cancel does, in a transaction of its own: the run is already cancelled, so
+// their ends follow nothing, and a task this misses (the node stopping
+// between two) runs its attempt out without effect on the run.
+func (s *Store) cancelFanOut(ctx context.Context, runID int64, actor string) error {
+	ids, err := queryAll(ctx, s.db, runFanOutTasksQuery.text, []any{sql.Named("run_id", runID)}, func(r *sql.Rows) (int64, error) {
+		var id int64
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return wrap(fmt.Sprintf("listing the fan-out of run %d", runID), err)
+	}
+	for _, id := range ids {
+		if _, err := s.Cancel(ctx, id, actor); err != nil && !errors.Is(err, queue.ErrInvalidState) && !errors.Is(err, queue.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }

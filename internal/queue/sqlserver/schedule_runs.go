@@ -54,7 +54,7 @@ func (s *Store) startRun(ctx context.Context, c *sql.Conn, r queue.ScheduleRun, 
 		// A job's schedule: a run of the job (startRunBatch inside the
 		// session's open transaction; its own BEGIN and COMMIT only nest),
 		// its first step the run's task.
-		run, err := startRunOn(ctx, c, r.StartRun(createdBy))
+		run, err := startRunOn(ctx, c, r.StartRun(createdBy, fan))
 		if err != nil || run.Duplicate {
 			return run.TaskID, err
 		}
@@ -193,8 +193,10 @@ func (s *Store) DueSchedules(ctx context.Context, at time.Time, limit int) (queu
 			name, cron, zone, misfire sql.NullString
 			targets                   sql.NullString
 			limit                     sql.NullInt32
+			job                       sql.NullString
 		)
-		err := r.Scan(&out.Now, &nextAfter, &id, &name, &cron, &zone, &misfire, &version, &due, &last, &targets, &limit)
+		err := r.Scan(&out.Now, &nextAfter, &id, &name, &cron, &zone, &misfire, &version, &due, &last, &targets, &limit, &job)
+		d.Job = job.String
 		d.Targets, d.FanOutLimit = queue.SplitSelectors(targets.String), int(limit.Int32)
 		out.Now, out.Next = out.Now.UTC(), utc(nextAfter)
 		d.ID, d.Name, d.Cron, d.TimeZone, d.Misfire, d.Version = id.Int64, name.String, cron.String, zone.String, queue.Misfire(misfire.String), version.Int64

@@ -20,14 +20,16 @@ const jobStepsJSON = `OPENJSON(@steps) WITH (
     max_attempts      int           '$.max_attempts',
     retry_interval_ms bigint        '$.retry_interval_ms',
     on_success        int           '$.on_success',
-    on_failure        int           '$.on_failure'
+    on_failure        int           '$.on_failure',
+    targets           nvarchar(max) '$.targets',
+    fanout_limit      int           '$.fanout_limit'
 ) AS x`
 
 const insertJobSteps = `
 INSERT INTO dbo.readpast_job_steps (job_id, step_index, name, body, target, timeout_ms, transactional,
-    max_attempts, retry_interval_ms, on_success, on_failure)
+    max_attempts, retry_interval_ms, on_success, on_failure, targets, fanout_limit)
 SELECT @job_id, x.step_index, x.name, x.body, x.target, x.timeout_ms, x.transactional,
-       x.max_attempts, x.retry_interval_ms, x.on_success, x.on_failure
+       x.max_attempts, x.retry_interval_ms, x.on_success, x.on_failure, COALESCE(x.targets, N''), COALESCE(x.fanout_limit, 0)
 FROM ` + jobStepsJSON + `;
 `
 
@@ -92,7 +94,7 @@ const jobColumns = `j.id, j.name, j.description, j.category, j.owner, j.enabled,
 const jobRunColumns = `r.id, r.job_name, r.state, r.trigger_kind, r.start_step, r.created_by, r.started_at, r.finished_at,
        r.steps_run, r.current_step, r.current_task_id, r.reason`
 
-const planColumns = `name, body, target, timeout_ms, transactional, max_attempts, retry_interval_ms, on_success, on_failure`
+const planColumns = `name, body, target, timeout_ms, transactional, max_attempts, retry_interval_ms, on_success, on_failure, targets, fanout_limit`
 
 // jobsQuery reads every job, or the one named, with its latest run by key.
 var jobsQuery = query{
@@ -155,6 +157,14 @@ DECLARE @busy bit = 0;
 DECLARE @steps int;
 DECLARE @run_id bigint;
 DECLARE @task_id bigint;
+DECLARE @unresolved nvarchar(128);
+DECLARE @run_queue nvarchar(64);
+DECLARE @run_job nvarchar(64) = @job;
+DECLARE @next_step int = @from;
+DECLARE @next_targets nvarchar(max);
+DECLARE @next_limit int;
+DECLARE @fan_n int = 0;
+DECLARE @fan_group nvarchar(128);
 
 SELECT @queue = j.queue FROM dbo.readpast_jobs AS j WHERE j.name = @job;
 IF @queue IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dbo.readpast_queues AS q WHERE q.name = @queue)
@@ -182,7 +192,14 @@ WHERE j.id = @job_id;
 
 SELECT @steps = COUNT(*) FROM dbo.readpast_job_steps WHERE job_id = @job_id;
 
-IF @job_id IS NOT NULL AND @busy = 0 AND @from >= 0 AND @from < @steps
+-- A step that fans out needs the target names the starting node resolved
+-- (@run_targets: a JSON array of them by plan index, space-separated).
+SELECT TOP (1) @unresolved = s.name
+FROM dbo.readpast_job_steps AS s
+LEFT JOIN OPENJSON(@run_targets) AS x ON CAST(x.[key] AS int) = s.step_index
+WHERE s.job_id = @job_id AND s.targets <> N'' AND COALESCE(x.value, N'') = N'';
+
+IF @job_id IS NOT NULL AND @busy = 0 AND @from >= 0 AND @from < @steps AND @unresolved IS NULL
 BEGIN
     INSERT INTO dbo.readpast_job_runs (job_id, job_name, queue, trigger_kind, start_step, created_by, current_step, current_task_id)
     VALUES (@job_id, @job, @queue, @trigger, @from, @actor, @from, 0);
@@ -190,19 +207,41 @@ BEGIN
 
     INSERT INTO dbo.readpast_run_steps (run_id, step_index, ` + planColumns + `)
     SELECT @run_id, s.step_index, s.name, s.body, s.target, s.timeout_ms, s.transactional, s.max_attempts,
-           s.retry_interval_ms, s.on_success, s.on_failure
+           s.retry_interval_ms, s.on_success, s.on_failure, COALESCE(x.value, N''), s.fanout_limit
     FROM dbo.readpast_job_steps AS s
+    LEFT JOIN OPENJSON(@run_targets) AS x ON CAST(x.[key] AS int) = s.step_index
     WHERE s.job_id = @job_id;
 
-    INSERT INTO dbo.readpast_tasks WITH (ROWLOCK)
-        (queue, body, max_attempts, timeout_ms, transactional, created_by, run_id, run_step, retry_interval_ms, target)
-    SELECT @queue, s.body, s.max_attempts, s.timeout_ms, s.transactional, @created_by, @run_id, @from,
-           NULLIF(s.retry_interval_ms, 0), s.target
+    SELECT @next_targets = s.targets, @next_limit = s.fanout_limit
     FROM dbo.readpast_run_steps AS s
     WHERE s.run_id = @run_id AND s.step_index = @from;
-    SET @task_id = SCOPE_IDENTITY();
+    IF @next_targets <> N''
+    BEGIN
+        -- The first step fans out: its group, new (queue.FanOutStepGroup),
+        -- and one task per target, as stepFollow makes them.
+        SET @run_queue = @queue;
+        SET @fan_n = LEN(@next_targets) - LEN(REPLACE(@next_targets, N' ', N'')) + 1;
+        SET @fan_group = CONCAT(N'fanout-run', @run_id, N'-1');
+        IF @next_limit < 1 OR @next_limit > @fan_n
+            SET @next_limit = @fan_n;
+        INSERT INTO dbo.readpast_groups (name, max_running, has_free, updated_by)
+        VALUES (@fan_group, @next_limit, 1, @created_by);
+` + insertFanOutTasks + `
+        SELECT @task_id = MIN(t.id) FROM dbo.readpast_tasks AS t
+        WHERE t.run_id = @run_id AND t.group_name = @fan_group;
+    END
+    ELSE
+    BEGIN
+        INSERT INTO dbo.readpast_tasks WITH (ROWLOCK)
+            (queue, body, max_attempts, timeout_ms, transactional, created_by, run_id, run_step, retry_interval_ms, target)
+        SELECT @queue, s.body, s.max_attempts, s.timeout_ms, s.transactional, @created_by, @run_id, @from,
+               NULLIF(s.retry_interval_ms, 0), s.target
+        FROM dbo.readpast_run_steps AS s
+        WHERE s.run_id = @run_id AND s.step_index = @from;
+        SET @task_id = SCOPE_IDENTITY();
+    END;
 
-    UPDATE dbo.readpast_job_runs WITH (ROWLOCK) SET current_task_id = @task_id WHERE id = @run_id;
+    UPDATE dbo.readpast_job_runs WITH (ROWLOCK) SET current_task_id = @task_id, fanout_left = @fan_n WHERE id = @run_id;
     UPDATE dbo.readpast_jobs WITH (ROWLOCK) SET last_run_id = @run_id WHERE id = @job_id;
 
     INSERT INTO dbo.readpast_audit (actor, action, target, detail)
@@ -210,9 +249,10 @@ BEGIN
 END;
 
 COMMIT TRAN;
-SELECT @job_id AS job_id, @busy AS busy, @last_run AS last_run, @steps AS steps, @run_id AS run_id, @task_id AS task_id;
+SELECT @job_id AS job_id, @busy AS busy, @last_run AS last_run, @steps AS steps, @run_id AS run_id, @task_id AS task_id,
+       @unresolved AS unresolved;
 `,
-	params: []string{"job", "only_if_idle", "from", "trigger", "actor", "created_by", "detail"},
+	params: []string{"job", "only_if_idle", "from", "trigger", "actor", "created_by", "detail", "run_targets"},
 }
 
 // cancelRunBatch cancels a running run: its current task locked first
@@ -263,6 +303,20 @@ SELECT @id AS task_id, @run_state AS run_state, @moved AS moved;
 	params: []string{"cancel_run", "actor", "reason"},
 }
 
+// runFanOutTasksQuery lists the unfinished tasks of a cancelled run's step
+// that fans out after its first (current_task_id), by the index of run
+// steps: at most queue.MaxFanOut rows.
+var runFanOutTasksQuery = query{
+	name: "run-fanout-tasks",
+	text: readCommitted + `SELECT t.id
+FROM dbo.readpast_job_runs AS r
+JOIN dbo.readpast_tasks AS t ON t.run_id = r.id AND t.id > r.current_task_id AND t.run_step = r.current_step
+WHERE r.id = @run_id AND r.fanout_left > 0 AND t.state IN ('pending', 'running')
+ORDER BY t.id;
+`,
+	params: []string{"run_id"},
+}
+
 // runQuery reads one run.
 var runQuery = query{
 	name: "run",
@@ -277,7 +331,7 @@ WHERE r.id = @run_id;
 // queue.MaxStepExecutions tasks) by the index of run steps.
 var runStepsQuery = query{
 	name: "run-steps",
-	text: readCommitted + `SELECT t.id, t.run_step, p.name, t.state, t.attempts, t.started_at, t.finished_at, t.last_error
+	text: readCommitted + `SELECT t.id, t.run_step, p.name, t.state, t.attempts, t.started_at, t.finished_at, t.last_error, t.target
 FROM dbo.readpast_tasks AS t
 JOIN dbo.readpast_run_steps AS p ON p.run_id = t.run_id AND p.step_index = t.run_step
 WHERE t.run_id = @run_id

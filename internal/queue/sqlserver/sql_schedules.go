@@ -320,11 +320,11 @@ SELECT @now AS now_utc,
         FROM dbo.readpast_schedules AS x
         WHERE x.next_fire_at > @now) AS next_after,
        d.id, d.name, d.cron, d.time_zone, d.misfire, d.version, d.next_fire_at, d.last_fire_at,
-       d.targets, d.fanout_limit
+       d.targets, d.fanout_limit, d.job_name
 FROM (VALUES (1)) AS one (n)
 OUTER APPLY (
     SELECT TOP (@limit) s.id, s.name, s.cron, s.time_zone, s.misfire, s.version, s.next_fire_at, s.last_fire_at,
-           s.targets, s.fanout_limit
+           s.targets, s.fanout_limit, s.job_name
     FROM dbo.readpast_schedules AS s
     WHERE s.next_fire_at <= @now
     ORDER BY s.next_fire_at

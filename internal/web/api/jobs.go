@@ -77,7 +77,8 @@ type RunStep struct {
 	Step       string     `json:"step"`
 	Index      int        `json:"index"`
 	TaskID     int64      `json:"task_id"`
-	Outcome    string     `json:"outcome"` // the task's state: pending, running, succeeded, failed, cancelled
+	Target     string     `json:"target,omitempty"` // the task's; a step that fans out has one task per target
+	Outcome    string     `json:"outcome"`          // the task's state: pending, running, succeeded, failed, cancelled
 	Attempts   int        `json:"attempts"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
@@ -99,7 +100,7 @@ func toRun(r *queue.Run) *RunJSON {
 		CreatedBy: r.CreatedBy, StartedAt: r.StartedAt, FinishedAt: timePtr(r.FinishedAt),
 		DurationMS: r.Duration(time.Now()).Milliseconds(), StepsRun: r.StepsRun, TaskID: r.CurrentTaskID, Reason: r.Reason}
 	for _, s := range r.Steps {
-		out.Steps = append(out.Steps, RunStep{Step: s.Step, Index: s.Index, TaskID: s.TaskID, Outcome: string(s.State),
+		out.Steps = append(out.Steps, RunStep{Step: s.Step, Index: s.Index, TaskID: s.TaskID, Target: s.Target, Outcome: string(s.State),
 			Attempts: s.Attempts, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), Error: s.LastError})
 	}
 	return out

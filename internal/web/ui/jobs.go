@@ -282,7 +282,7 @@ func (u *Pages) run(c echo.Context) error {
 		v.Page.Refresh = followRun
 	}
 	for i, s := range r.Steps {
-		row := templates.RunStepRow{N: i + 1, Step: s.Step, State: string(s.State), TaskURL: taskURL(s.TaskID),
+		row := templates.RunStepRow{N: i + 1, Step: s.Step, Target: s.Target, State: string(s.State), TaskURL: taskURL(s.TaskID),
 			Started: showTime(s.StartedAt, now).Short, Attempts: s.Attempts, Error: firstLine(s.LastError, 200)}
 		if !s.StartedAt.IsZero() && !s.FinishedAt.IsZero() {
 			row.Took = showDuration(s.FinishedAt.Sub(s.StartedAt))
