@@ -116,12 +116,17 @@ type JobForm struct {
 
 // JobScheduleForm is one schedule row of the job form.
 type JobScheduleForm struct {
-	Cron, Zone string
+	Cron, Zone, Misfire string
 }
 
 // StepForm is one step row of the job form.
 type StepForm struct {
 	Name, Body, OnSuccess, OnFailure, RetryAttempts, RetryInterval string
+	// Where and how the step runs: one target, or a fan-out to targets
+	// ("db1, tag:prod") with how many at once; its timeout; "true" when it
+	// runs in the store's transaction. Every field of a step has its input,
+	// so saving the form keeps what it does not change.
+	Target, Targets, FanOutLimit, Timeout, Transactional string
 }
 
 // JobEdit is the job form page.
@@ -151,3 +156,8 @@ type RunStepRow struct {
 	Attempts                            int
 	Error                               string
 }
+
+// transactionalChoices are a step's "in the store's transaction" choices, the
+// default first. A select rather than a checkbox: the step rows post their
+// fields as lists read by position, and an unchecked box posts nothing.
+var transactionalChoices = []KV{{Key: "", Value: "no"}, {Key: "true", Value: "yes"}}

@@ -344,11 +344,21 @@ func (u *Pages) editJobForm(c echo.Context) error {
 	}
 	f := templates.JobForm{Name: d.Name, Description: d.Description, Category: d.Category, Queue: d.Queue}
 	for _, s := range d.Schedules {
-		f.Schedules = append(f.Schedules, templates.JobScheduleForm{Cron: s.Cron, Zone: s.TimeZone})
+		f.Schedules = append(f.Schedules, templates.JobScheduleForm{Cron: s.Cron, Zone: s.TimeZone, Misfire: s.Misfire})
 	}
 	f.Schedules = withBlankSchedules(f.Schedules)
 	for _, s := range d.Steps {
-		sf := templates.StepForm{Name: s.Name, Body: s.Body, OnSuccess: s.OnSuccess, OnFailure: s.OnFailure}
+		sf := templates.StepForm{Name: s.Name, Body: s.Body, OnSuccess: s.OnSuccess, OnFailure: s.OnFailure,
+			Target: s.Target, Targets: strings.Join(s.Targets, ", ")}
+		if s.FanOutLimit > 0 {
+			sf.FanOutLimit = strconv.Itoa(s.FanOutLimit)
+		}
+		if s.Timeout > 0 {
+			sf.Timeout = time.Duration(s.Timeout).String()
+		}
+		if s.Transactional {
+			sf.Transactional = "true"
+		}
 		if s.RetryAttempts > 0 {
 			sf.RetryAttempts = strconv.Itoa(s.RetryAttempts)
 		}
@@ -445,7 +455,9 @@ func readJobForm(c echo.Context) (templates.JobForm, jobs.Definition, map[string
 	errs := map[string]string{}
 	for i := range names {
 		s := templates.StepForm{Name: strings.TrimSpace(names[i]), OnSuccess: at("step_on_success", i), OnFailure: at("step_on_failure", i),
-			RetryAttempts: at("step_retry_attempts", i), RetryInterval: at("step_retry_interval", i)}
+			RetryAttempts: at("step_retry_attempts", i), RetryInterval: at("step_retry_interval", i),
+			Target: at("step_target", i), Targets: at("step_targets", i), FanOutLimit: at("step_fanout_limit", i),
+			Timeout: at("step_timeout", i), Transactional: at("step_transactional", i)}
 		if i < len(bodies) {
 			s.Body = bodies[i]
 		}
@@ -454,7 +466,29 @@ func readJobForm(c echo.Context) (templates.JobForm, jobs.Definition, map[string
 			continue
 		}
 		n := len(d.Steps)
-		step := jobs.StepDef{Name: s.Name, Body: s.Body, OnSuccess: s.OnSuccess, OnFailure: s.OnFailure}
+		step := jobs.StepDef{Name: s.Name, Body: s.Body, OnSuccess: s.OnSuccess, OnFailure: s.OnFailure,
+			Target: s.Target, Targets: splitSelectors(s.Targets)}
+		if s.FanOutLimit != "" {
+			v, err := strconv.Atoi(s.FanOutLimit)
+			if err != nil {
+				errs[fmt.Sprintf("steps[%d].fanout_limit", n)] = "is not a whole number"
+			}
+			step.FanOutLimit = v
+		}
+		if s.Timeout != "" {
+			v, err := time.ParseDuration(s.Timeout)
+			if err != nil {
+				errs[fmt.Sprintf("steps[%d].timeout", n)] = "is not a duration: write 30s, 5m or 1h"
+			}
+			step.Timeout = jobs.Duration(v)
+		}
+		switch s.Transactional {
+		case "":
+		case "true":
+			step.Transactional = true
+		default:
+			errs[fmt.Sprintf("steps[%d].transactional", n)] = "must be yes or no"
+		}
 		if s.RetryAttempts != "" {
 			v, err := strconv.Atoi(s.RetryAttempts)
 			if err != nil {
@@ -472,12 +506,12 @@ func readJobForm(c echo.Context) (templates.JobForm, jobs.Definition, map[string
 		d.Steps = append(d.Steps, step)
 	}
 	for i, cron := range vals["schedule_cron"] {
-		s := templates.JobScheduleForm{Cron: strings.TrimSpace(cron), Zone: at("schedule_time_zone", i)}
+		s := templates.JobScheduleForm{Cron: strings.TrimSpace(cron), Zone: at("schedule_time_zone", i), Misfire: at("schedule_misfire", i)}
 		if s.Cron == "" {
 			continue // a blank row
 		}
 		f.Schedules = append(f.Schedules, s)
-		d.Schedules = append(d.Schedules, jobs.ScheduleDef{Cron: s.Cron, TimeZone: s.Zone})
+		d.Schedules = append(d.Schedules, jobs.ScheduleDef{Cron: s.Cron, TimeZone: s.Zone, Misfire: s.Misfire})
 	}
 	f.Schedules = withBlankSchedules(f.Schedules)
 	for len(f.Steps) < formSteps {
