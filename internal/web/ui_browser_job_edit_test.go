@@ -63,6 +63,7 @@ func TestBrowserJobFormKeepsEveryField(t *testing.T) {
 
 	// Open the edit form and save it as it comes: nothing changes.
 	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(e.srv.URL+"/jobs/load-and-check/edit")))
+	shoot(t, tab, screenshots(t), "job-edit-form")
 	loc = submit(t, tab, "#save-job")
 	require.Equal(t, e.srv.URL+"/jobs/load-and-check", loc, textOf(tab, "#job-form"))
 	require.Equal(t, created, definition(), "saving the edit form unchanged keeps every field of the job")
