@@ -43,16 +43,17 @@ func (x *executor) run(ctx context.Context, e *execution) (a queue.Attempt, rele
 		ctx, cancel = context.WithTimeoutCause(ctx, t.Timeout, errTimedOut)
 		defer cancel()
 	}
-	showSession := time.AfterFunc(sessionDelay, func() { x.showSession(ctx, e) })
-	defer showSession.Stop()
-
-	a = queue.Attempt{Lease: t.Lease(), Node: x.nodeID, Worker: e.worker, StartedAt: e.started}
-	var runErr error
 	if x.resultRows != nil {
 		// Its queue's result_rows asks the run to keep the first rows of
 		// the body's result sets (docs/QUEUE.md, "Result output").
 		ctx = resultset.WithRows(ctx, x.resultRows.of(t.Queue))
 	}
+	// After the last change of ctx: the timer's goroutine reads it.
+	showSession := time.AfterFunc(sessionDelay, func() { x.showSession(ctx, e) })
+	defer showSession.Stop()
+
+	a = queue.Attempt{Lease: t.Lease(), Node: x.nodeID, Worker: e.worker, StartedAt: e.started}
+	var runErr error
 	if x.targets.transactionalHere(t) {
 		res, err := x.store.RunTransactional(ctx, a, t.Body)
 		switch {
