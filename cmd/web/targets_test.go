@@ -291,8 +291,13 @@ func TestNamedTargetsRunTasksAndKeepTheirSecrets(t *testing.T) {
 				"/api/logs?format=ndjson", "/api/audit", "/api/audit?format=ndjson", "/metrics", fmt.Sprintf("/api/tasks/%d", d.ID)} {
 				c.do("GET", p, nil)
 			}
-			_, metrics := c.do("GET", "/metrics", nil)
-			require.Contains(t, string(metrics), `readpast_target_up{dialect="postgres",target="pg1"} 1`)
+			// The gauge is the latest check's (every second): one check that
+			// failed on a loaded machine is followed by the next.
+			var metrics []byte
+			require.Eventually(t, func() bool {
+				_, metrics = c.do("GET", "/metrics", nil)
+				return strings.Contains(string(metrics), `readpast_target_up{dialect="postgres",target="pg1"} 1`)
+			}, 30*time.Second, 200*time.Millisecond, "pg1 is up in /metrics")
 			require.Contains(t, string(metrics), `readpast_target_up{dialect="postgres",target="down"} 0`)
 			require.Equal(t, 0, srv.stop())
 			var self bytes.Buffer
