@@ -185,12 +185,22 @@ func (s *Store) writeOn(ctx context.Context, what string, durable bool, fn func(
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	if err := fn(dctx, tx, s.now()); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%s: %w", what, timedOut(dctx, err))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: committing: %w", what, err)
+		return fmt.Errorf("%s: committing: %w", what, timedOut(dctx, err))
 	}
 	return nil
+}
+
+// timedOut says why a write failed when its time ran out: database/sql rolls
+// the transaction back then, and the statement after reports only "transaction
+// has already been committed or rolled back", which tells a DBA nothing.
+func timedOut(dctx context.Context, err error) error {
+	if errors.Is(dctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the write ran past the store's write timeout of %s and was rolled back (a slow disk or a very large batch): %w", queue.WriteTimeout, err)
+	}
+	return err
 }
 
 func (s *Store) now() int64 { return s.nowFor().UnixMicro() }
