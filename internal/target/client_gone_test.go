@@ -40,7 +40,7 @@ func TestServerStopsTheBodyOfAClientCutOff(t *testing.T) {
 	running := func() bool {
 		var n int
 		require.NoError(t, watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND application_name = $1 AND state = 'active'`, name).Scan(&n))
+			WHERE datname = current_database() AND starts_with(query, '/* ' || $1 || ' */ ') AND state = 'active'`, name).Scan(&n))
 		return n > 0
 	}
 	require.Eventually(t, running, 10*time.Second, 10*time.Millisecond, "the body runs")

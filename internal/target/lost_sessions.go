@@ -17,7 +17,8 @@ import (
 // the server and would run beside the next attempt of its task.
 type SessionEnder interface {
 	// EndSessions ends every session of the target's database that carries
-	// one of names (set by WithSessionName while a body runs) and waits until
+	// one of names (given by WithSessionName while a body runs: the mark at
+	// the head of its batches, or its session's name) and waits until
 	// they are gone or ctx ends; it returns how many it ended. Only sessions
 	// named so are touched: ReadPast alone gives those names, each to one
 	// attempt.
@@ -43,15 +44,21 @@ func (t *postgresTarget) EndSessions(ctx context.Context, names []string) (int, 
 	pg := conn.Conn().PgConn()
 	stop := sqlrun.WatchPostgres(ctx, pg)
 	defer stop()
-	quoted := make([]string, len(names))
+	quoted, marked := make([]string, len(names)), make([]string, len(names))
 	for i, n := range names {
-		quoted[i] = "'" + strings.ReplaceAll(n, "'", "''") + "'"
+		m := attemptMarker(n)
+		quoted[i] = quoteLiteral(n)
+		marked[i] = "left(query, " + strconv.Itoa(len(m)) + ") = " + quoteLiteral(m)
 	}
-	// pg_terminate_backend in the select list runs only for the rows the
-	// WHERE kept; in a WHERE (or a CTE the planner folds in) it could run on
-	// any session of the server before the name is checked.
+	// A body's session is found by the marker at the head of its batch (its
+	// current or last statement) or, on a target that does not show
+	// statements and on a transactional body's store session, by its name
+	// (attempt_mark.go). pg_terminate_backend in the select list runs only for
+	// the rows the WHERE kept; in a WHERE (or a CTE the planner folds in) it
+	// could run on any session of the server before the name is checked.
 	res, err := pg.Exec(ctx, `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name IN (`+strings.Join(quoted, ", ")+`)`).ReadAll()
+		WHERE datname = current_database() AND pid <> pg_backend_pid()
+		AND (application_name IN (`+strings.Join(quoted, ", ")+`) OR `+strings.Join(marked, " OR ")+`)`).ReadAll()
 	if err != nil {
 		return 0, fmt.Errorf("ending lost sessions on the target: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,6 +25,10 @@ type postgresTarget struct {
 	pool *pgxpool.Pool
 	// notices routes each connection's NOTICEs to the execution running on it.
 	notices sqlrun.NoticeRouter
+	// untracked: a session of the target had track_activities off, so
+	// pg_stat_activity does not show its statements and a body's attempt is
+	// marked by its session's name instead (attempt_mark.go).
+	untracked atomic.Bool
 }
 
 // openPostgres connects to the PostgreSQL database dsn names, its sessions'
@@ -48,6 +53,7 @@ func openPostgres(ctx context.Context, dsn, name string, pool int) (*postgresTar
 	}
 	t := &postgresTarget{}
 	cfg.ConnConfig.OnNotice = t.notices.Handle
+	cfg.AfterConnect = t.checkTracked
 	// On cancel or timeout, send a cancel request at once so the server stops the
 	// statement (closing the socket alone leaves pg_sleep running); give it two
 	// seconds before the socket deadline breaks the connection.
@@ -100,15 +106,16 @@ func (t *postgresTarget) Run(ctx context.Context, body string, onSession func(st
 			err = errOpenTransaction
 		}
 	}()
-	name := sessionName(ctx)
+	marker, setName := t.attemptMark(sessionName(ctx))
 	for i, run := range runs {
 		var queries []string
-		if i == 0 && name != "" {
-			// Named in the first batch's round trip: no round trip of its own.
-			queries = append(queries, "SET application_name = '"+strings.ReplaceAll(name, "'", "''")+"'")
+		if i == 0 && setName != "" {
+			queries = append(queries, setName)
 		}
 		body := len(queries)
-		queries = append(queries, run.Text)
+		// Each batch carries the attempt's marker (docs/WORKERS.md, "Ending a
+		// lost attempt's session"): a comment, so the body runs as written.
+		queries = append(queries, marker+run.Text)
 		// A COPY FROM STDIN answers with CopyFail and must not find a query
 		// waiting behind it: the server would read it as COPY data.
 		last := i == len(runs)-1 && !strings.Contains(strings.ToLower(run.Text), "stdin")

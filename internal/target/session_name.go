@@ -4,9 +4,10 @@ import "context"
 
 type sessionNameKey struct{}
 
-// WithSessionName asks Run, called with the returned context, to name the
-// body's session name while the body runs (PostgreSQL: application_name; the
-// session's own name comes back with the reset at the body's end). The worker
+// WithSessionName asks Run, called with the returned context, to mark the
+// body's session with name while the body runs (PostgreSQL: a comment at the
+// head of each batch, attempt_mark.go; SQL Server: CONTEXT_INFO; the reset at
+// the body's end takes the mark away). The worker
 // names it after the attempt (queue.AttemptSessionName), so that the node
 // that reclaims the attempt's expired lease can end the session (SessionEnder)
 // if its node froze or was cut off while the body ran.

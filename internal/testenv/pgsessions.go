@@ -23,7 +23,7 @@ type Span struct {
 }
 
 // SessionWatch samples a PostgreSQL server's active sessions whose query
-// starts with a RunMarker, in its database, every few milliseconds, until Stop. It sees what
+// starts with a RunMarker (behind the attempt's marker), in its database, every few milliseconds, until Stop. It sees what
 // the server runs, whichever node sent it: the fault tests read from it
 // whether two copies of one task ran at once, and when a copy really stopped.
 // Its times are the server's clock (clock_timestamp), the clock leases are
@@ -52,9 +52,20 @@ func WatchSessions(t testing.TB, dsn string) *SessionWatch {
 	return w
 }
 
-const sessionsSQL = `SELECT clock_timestamp(), pid, substring(query from '^/\* run ([^ ]+) \*/')
+// sessionsSQL finds the RunMarker at the head of a batch, after the marker of
+// the attempt the executor puts first (target/attempt_mark.go).
+const sessionsSQL = `SELECT clock_timestamp(), pid, substring(query from '` + runMarkerPattern + `')
 	FROM pg_stat_activity
-	WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '/* run %'`
+	WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid() AND query ~ '` + runMarkerPattern + `'`
+
+// runMarkerPattern matches a batch that starts with a RunMarker, behind the
+// attempt's marker if the executor put one; its group is the key.
+const runMarkerPattern = `^(?:/\* readpast task [0-9]+ lease [0-9]+ \*/ )?/\* run ([^ ]+) \*/`
+
+// RunningSQL is a condition on pg_stat_activity that holds for a session whose
+// batch starts with RunMarker(key) ($1 is the key), behind the attempt's
+// marker if the executor put one.
+const RunningSQL = `substring(query from '` + runMarkerPattern + `') = $1`
 
 func (w *SessionWatch) run(ctx context.Context, conn *pgx.Conn) {
 	defer close(w.done)

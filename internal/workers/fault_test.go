@@ -36,7 +36,7 @@ func TestLostSessionDoesNotUseAnAttempt(t *testing.T) {
 	var ended bool
 	require.Eventually(t, func() bool {
 		err := conn.QueryRow(e.ctx, `SELECT count(pg_terminate_backend(pid)) > 0 FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE '/* run fault */%' AND state = 'active'`).Scan(&ended)
+			WHERE datname = current_database() AND `+testenv.RunningSQL+` AND state = 'active'`, "fault").Scan(&ended)
 		require.NoError(t, err)
 		return ended
 	}, 30*time.Second, 20*time.Millisecond, "the body starts, and its session is ended from outside")
