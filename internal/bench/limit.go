@@ -24,8 +24,9 @@ type LimitResult struct {
 	// DISCARD ALL` on as many connections, with no queue.
 	BodyPerSec          float64 `json:"body_and_reset_per_sec"`
 	BodyServerCPUPerRun float64 `json:"body_and_reset_server_cpu_us,omitempty"`
-	// NamedPerSec: the same with the session named after an attempt, as the
-	// executor names it (queue.AttemptSessionName): all a worker sends.
+	// NamedPerSec: the same with the attempt's mark, as the executor marks
+	// a body (target.WithSessionName: on PostgreSQL a comment at the head of
+	// each batch, on SQL Server CONTEXT_INFO): all a worker sends.
 	NamedPerSec          float64 `json:"named_body_and_reset_per_sec"`
 	NamedServerCPUPerRun float64 `json:"named_body_and_reset_server_cpu_us,omitempty"`
 	// OneConnPerSec (SQLite): one connection running `SELECT 1` in a loop on
@@ -38,7 +39,7 @@ type LimitResult struct {
 const limitFor = 3 * time.Second
 
 // limit measures the target's body-and-reset rate on c.Workers connections,
-// without and with the attempt's session name, and on SQLite one
+// without and with the attempt's mark, and on SQLite one
 // connection's `SELECT 1` loop on the same file.
 func limit(ctx context.Context, c Config) (*LimitResult, error) {
 	r := &LimitResult{}
@@ -59,7 +60,7 @@ func limit(ctx context.Context, c Config) (*LimitResult, error) {
 }
 
 // bodies runs the drain's body through the target from c.Workers goroutines
-// for limitFor, the session named after an attempt if named, and returns the
+// for limitFor, marked with an attempt if named, and returns the
 // rate and the server's CPU per body (0 where it cannot be read).
 func bodies(ctx context.Context, c Config, named bool) (perSec, serverUS float64, err error) {
 	server := serverCPU(ctx, c)

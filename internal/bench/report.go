@@ -39,7 +39,7 @@ func (r *Report) WriteTable(w io.Writer) {
 				fmt.Fprintf(tw, " (server CPU %.1f µs each)", l.BodyServerCPUPerRun)
 			}
 			fmt.Fprintf(tw, "\tend to end is %.0f %% of it\n", 100*t.OfBodyLimit)
-			fmt.Fprintf(tw, "  the same, sessions named per task\t%.0f /s", l.NamedPerSec)
+			fmt.Fprintf(tw, "  the same, batches marked per task\t%.0f /s", l.NamedPerSec)
 			if l.NamedServerCPUPerRun > 0 {
 				fmt.Fprintf(tw, " (server CPU %.1f µs each)", l.NamedServerCPUPerRun)
 			}

@@ -83,7 +83,7 @@ type drain struct {
 	// ReadPast's only: what `bench` measures of the target beside the drain,
 	// the body and its session reset on as many connections with no queue
 	// (pgbench's `SELECT 1; DISCARD ALL`), and the same with the session
-	// named per task as the executor names it; and where the worker slots'
+	// marked per task as the executor marks it; and where the worker slots'
 	// time went while draining.
 	LimitPerSec      float64          `json:"body_and_reset_limit_per_sec,omitempty"`
 	LimitServerCPU   float64          `json:"body_and_reset_server_cpu_us,omitempty"`
@@ -113,7 +113,7 @@ func run(ctx context.Context, c config) error {
 			fmt.Fprintf(os.Stderr, "round %d %-11s %8.0f tasks/s  server %6.1f µs/task  process %6.1f µs/task\n",
 				i+1, sys, d.PerSec, d.ServerCPUPerTask, d.ProcessCPUPerTask)
 			if d.LimitPerSec > 0 {
-				fmt.Fprintf(os.Stderr, "        limit, body and reset, no queue %8.0f /s (server %.1f µs each), named per task %8.0f /s (server %.1f µs each)\n",
+				fmt.Fprintf(os.Stderr, "        limit, body and reset, no queue %8.0f /s (server %.1f µs each), marked per task %8.0f /s (server %.1f µs each)\n",
 					d.LimitPerSec, d.LimitServerCPU, d.NamedLimitPerSec, d.NamedServerCPU)
 			}
 		}
@@ -228,7 +228,7 @@ func report(c config, rounds []map[string]drain) {
 	fmt.Fprintf(tw, "vs body and reset, no queue\t%s\t(its server CPU %s µs a body)\n",
 		spread(of(func(d drain) float64 { return d.LimitPerSec }), "%.2f×"),
 		spread(pick("readpast", func(d drain) float64 { return d.LimitServerCPU }), "%.1f"))
-	fmt.Fprintf(tw, "vs the same, named per task\t%s\t(its server CPU %s µs a body)\n",
+	fmt.Fprintf(tw, "vs the same, marked per task\t%s\t(its server CPU %s µs a body)\n",
 		spread(of(func(d drain) float64 { return d.NamedLimitPerSec }), "%.2f×"),
 		spread(pick("readpast", func(d drain) float64 { return d.NamedServerCPU }), "%.1f"))
 	tw.Flush()
