@@ -31,6 +31,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		11: "SELECT CASE WHEN OBJECT_ID(N'dbo.readpast_results', N'U') IS NULL THEN 0 ELSE 1 END;",
 		12: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_schedules', N'targets') IS NULL THEN 0 ELSE 1 END;",
 		13: "SELECT CASE WHEN COL_LENGTH(N'dbo.readpast_job_runs', N'fanout_failed') IS NULL THEN 0 ELSE 1 END;",
+		14: "SELECT 1;", // nor this one
 	},
 	dialect.Postgres: {
 		1:  "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_tasks'",
@@ -46,6 +47,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		11: "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'readpast_results'",
 		12: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_schedules' AND column_name = 'targets'",
 		13: "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'readpast_job_runs' AND column_name = 'fanout_failed'",
+		14: "SELECT count(*) FROM pg_proc WHERE proname = 'readpast_retry' AND pronamespace = current_schema()::regnamespace AND prosrc LIKE '%fanout_left%'",
 	},
 	dialect.SQLite: {
 		1:  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_tasks'",
@@ -61,6 +63,7 @@ var appliedChecks = map[dialect.Dialect]map[uint]string{
 		11: "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'readpast_results'",
 		12: "SELECT count(*) FROM pragma_table_info('readpast_schedules') WHERE name = 'targets'",
 		13: "SELECT count(*) FROM pragma_table_info('readpast_job_runs') WHERE name = 'fanout_failed'",
+		14: "SELECT 1", // nor this one
 	},
 }
 

@@ -79,6 +79,40 @@ var jobFanOutTests = map[string]func(*testing.T, Harness){
 		require.Len(t, stepTargets(t, b, r, "report"), 1)
 		require.Equal(t, 2, r.StepsRun)
 	},
+	// A task of the step retried by hand while the others still run is
+	// waited for again: the step follows once, after its new end, with the
+	// step's outcome from that end. Before, its first end stayed counted, so
+	// the others' ends took the count to zero and the step followed (on the
+	// failure branch) while the retried task ran.
+	"a_task_retried_by_hand_while_its_step_waits_is_waited_for_again": func(t *testing.T, h Harness) {
+		b := setup(t, h)
+		b.publishTargets(t)
+		createJob(t, b, `{"name": "fan", "queue": "jf", "steps": [
+			{"name": "check", "body": "SELECT 1", "targets": ["db1", "db2", "db3"], "on_failure": "step:notify"},
+			{"name": "report", "body": "SELECT 2", "on_success": "quit_success"},
+			{"name": "notify", "body": "SELECT 3", "on_success": "quit_failure"}]}`)
+		run, err := fanOutEditor(b).Run(b.ctx, "fan", "", "alice")
+		require.NoError(t, err)
+		started := run.RunID
+		tasks := b.claimAll(t, "jf", 10)
+		require.Len(t, tasks, 3)
+		b.finish(t, tasks[0], queue.OutcomeFailed, "login failed")
+		require.NoError(t, b.s.Retry(b.ctx, tasks[0].ID, "alice"), "the failed target is retried at once")
+		b.finish(t, tasks[1], queue.OutcomeSucceeded, "")
+		b.finish(t, tasks[2], queue.OutcomeSucceeded, "")
+		again := b.claimAll(t, "jf", 10)
+		require.Len(t, again, 1, "only the retried task: the step still waits for it")
+		require.Equal(t, tasks[0].ID, again[0].ID)
+		require.Equal(t, queue.RunRunning, getRun(t, b, started).State)
+		b.finish(t, again[0], queue.OutcomeSucceeded, "")
+		next := b.claimAll(t, "jf", 10)
+		require.Len(t, next, 1, "the step followed once, after the retried task's end")
+		require.Equal(t, "SELECT 2", next[0].Body, "every target succeeded in the end: the success branch")
+		b.finish(t, next[0], queue.OutcomeSucceeded, "")
+		r := getRun(t, b, started)
+		require.Equal(t, queue.RunSucceeded, r.State, r.Reason)
+		require.Empty(t, stepTargets(t, b, r, "notify"))
+	},
 	"one_failed_target_takes_the_failure_branch_once": func(t *testing.T, h Harness) {
 		b := setup(t, h)
 		b.publishTargets(t)

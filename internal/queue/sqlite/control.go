@@ -140,6 +140,9 @@ func (s *Store) retryTx(tx *sql.Tx, now int64, id int64, actor string) error {
 	if err := countFinished(tx, q, st, -1); err != nil {
 		return err
 	}
+	if err := reopenStepCount(tx, id); err != nil {
+		return err
+	}
 	if chain.Valid {
 		reopened, err := queryStrings(tx, `UPDATE readpast_tasks SET state = 'pending', chain_cancelled = 0, finished_at = NULL
 			WHERE chain = ? AND state = 'cancelled' AND chain_cancelled = 1 AND stage > ? RETURNING queue`, chain.String, stage)

@@ -255,6 +255,23 @@ BEGIN
 ` + countRollup + `
     INSERT INTO dbo.readpast_audit (actor, action, target, detail)
     VALUES (@actor, N'retry', CONCAT(N'task ', @id), CONCAT(N'was ', @before));
+
+    -- Lock order last: the run row (sql_jobs_step.go: the task row, then
+    -- the run row, as a step's end takes them). A task of a fan-out step
+    -- retried while its step still waits for the others is counted again
+    -- among the unfinished: its end was counted as failed, and the step
+    -- must wait for its new end, not follow without it or count it twice.
+    -- A task of an execution the run has left is not counted.
+    UPDATE r
+    SET r.fanout_left   = r.fanout_left + 1,
+        r.fanout_failed = CASE WHEN r.fanout_failed > 0 THEN r.fanout_failed - 1 ELSE 0 END
+    FROM dbo.readpast_job_runs AS r WITH (ROWLOCK)
+    JOIN dbo.readpast_tasks AS t ON t.run_id = r.id
+    WHERE t.id = @id
+      AND r.state = 'running'
+      AND r.fanout_left > 0
+      AND r.current_step = t.run_step
+      AND r.current_task_id <= @id;
 END;
 
 COMMIT TRAN;
