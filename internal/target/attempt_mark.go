@@ -64,3 +64,9 @@ func (t *postgresTarget) checkTracked(ctx context.Context, c *pgx.Conn) error {
 func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// untracker is a target that knows whether its sessions show their
+// statements; the node's target set warns once when they do not.
+type untracker interface{ untrackedSessions() bool }
+
+func (t *postgresTarget) untrackedSessions() bool { return t.untracked.Load() }

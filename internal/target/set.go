@@ -38,6 +38,9 @@ type entry struct {
 	mu     sync.Mutex
 	tgt    Target
 	status Status
+	// toldUntracked: the warning that the target's sessions do not show
+	// their statements was logged (once per target).
+	toldUntracked bool
 }
 
 // Info is what may be shown of a target: never its DSN.
@@ -305,6 +308,14 @@ func (s *Set) check(ctx context.Context, e *entry) {
 				s.log.Warn("target unreachable", "target", e.spec.Name, "err", st.Error)
 			}
 		}
+	}
+	if u, ok := t.(untracker); ok && err == nil && u.untrackedSessions() && !e.toldUntracked {
+		e.toldUntracked = true
+		s.log.Warn("the target's sessions do not show their statements (track_activities is off): "+
+			"each body's session is named after its attempt instead, a statement more per task, and a body "+
+			"that sets its own application_name cannot be ended if its node freezes; "+
+			"turn track_activities on for ReadPast's role or database (ALTER ROLE … SET track_activities = on)",
+			"target", e.spec.Name)
 	}
 	e.status = st
 }

@@ -1,10 +1,13 @@
 package target_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,3 +187,41 @@ func holdRow(t *testing.T, e *testenv.Env) (id string, release func()) {
 		}
 	}
 }
+
+// A PostgreSQL target whose sessions do not show their statements
+// (track_activities off) cannot mark a body's session by its statement: the
+// node says so once, with what to do, and not for a target that shows them.
+func TestSetWarnsOnceOfAnUntrackedTarget(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tracked := testenv.NewDSN(t, testenv.Postgres)
+	untracked := testenv.NewDSN(t, testenv.Postgres)
+	admin, err := pgx.Connect(ctx, untracked)
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET track_activities = off', current_database()); END $$")
+	require.NoError(t, err)
+	require.NoError(t, admin.Close(ctx))
+
+	var mu sync.Mutex
+	var out bytes.Buffer
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.Write(p)
+	}), nil))
+	set, err := target.NewSet("n1", tracked, "", []target.Spec{{Name: "quiet", DSN: untracked}}, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = set.Close() })
+	set.Check(ctx)
+	set.Check(ctx)
+	mu.Lock()
+	logged := out.String()
+	mu.Unlock()
+	require.Equal(t, 1, strings.Count(logged, "track_activities is off"), "warned once, for the untracked target only: %s", logged)
+	require.Contains(t, logged, "target=quiet")
+	require.Contains(t, logged, "ALTER ROLE")
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
