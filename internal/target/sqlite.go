@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -47,38 +46,12 @@ func openSQLite(ctx context.Context, path string, pool int) (*sqliteTarget, erro
 	}
 	t.db.SetMaxIdleConns(cmp.Or(pool, defaultTargetConns))
 	t.fresh.SetMaxIdleConns(0)
-	if err := pingSQLite(ctx, t.db); err != nil {
+	if err := sqlrun.PingSQLite(ctx, t.db); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("target: opening sqlite file %s: %w", path, err)
 	}
 	return t, nil
 }
-
-// pingSQLite opens db's first connection, trying again while the file is
-// busy: a connection switches the file to WAL as it opens, and SQLite answers
-// one of two such switches at once SQLITE_BUSY without waiting out the busy
-// timeout (waiting could deadlock them), so targets opened together on one
-// new file (a node's store, default and named targets, or two nodes
-// starting) would fail at random. A connection whose open failed is not
-// pooled: each try opens a new one.
-func pingSQLite(ctx context.Context, db *sql.DB) error {
-	const tries, pause = 50, 20 * time.Millisecond
-	for i := 1; ; i++ {
-		err := db.PingContext(ctx)
-		var coded interface{ Code() int }
-		if err == nil || i == tries || !errors.As(err, &coded) || coded.Code()&0xff != sqliteBusy {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
-	}
-}
-
-// sqliteBusy is SQLITE_BUSY, the primary result code of a locked file.
-const sqliteBusy = 5
 
 func (t *sqliteTarget) Dialect() dialect.Dialect { return dialect.SQLite }
 

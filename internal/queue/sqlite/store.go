@@ -24,6 +24,7 @@ import (
 
 	"readpast/internal/dialect"
 	"readpast/internal/queue"
+	"readpast/internal/sqlrun"
 	"readpast/migrations"
 )
 
@@ -58,7 +59,7 @@ func Open(ctx context.Context, path string, opts queue.Options) (*Store, error) 
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	if err := w.PingContext(ctx); err != nil {
+	if err := sqlrun.PingSQLite(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("opening sqlite file %s: %w", path, err)
 	}
