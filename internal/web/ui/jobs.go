@@ -438,6 +438,32 @@ func (u *Pages) createJob(c echo.Context) error {
 	return u.redirectBack(c, jobURL(j.Name), msg)
 }
 
+// wholeField reads an optional whole number of the job form ("": 0),
+// naming field in errs when s is not one.
+func wholeField(errs map[string]string, field, s string) int {
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		errs[field] = "is not a whole number"
+	}
+	return v
+}
+
+// durationField reads an optional duration of the job form ("": 0), naming
+// field in errs when s is not one.
+func durationField(errs map[string]string, field, s string) jobs.Duration {
+	if s == "" {
+		return 0
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		errs[field] = "is not a duration: write 30s, 5m or 1h"
+	}
+	return jobs.Duration(v)
+}
+
 // readJobForm reads the posted form into the definition the API takes; rows
 // without a step name are left out. errs holds what cannot be read at all.
 func readJobForm(c echo.Context) (templates.JobForm, jobs.Definition, map[string]string) {
@@ -468,40 +494,17 @@ func readJobForm(c echo.Context) (templates.JobForm, jobs.Definition, map[string
 		n := len(d.Steps)
 		step := jobs.StepDef{Name: s.Name, Body: s.Body, OnSuccess: s.OnSuccess, OnFailure: s.OnFailure,
 			Target: s.Target, Targets: splitSelectors(s.Targets)}
-		if s.FanOutLimit != "" {
-			v, err := strconv.Atoi(s.FanOutLimit)
-			if err != nil {
-				errs[fmt.Sprintf("steps[%d].fanout_limit", n)] = "is not a whole number"
-			}
-			step.FanOutLimit = v
-		}
-		if s.Timeout != "" {
-			v, err := time.ParseDuration(s.Timeout)
-			if err != nil {
-				errs[fmt.Sprintf("steps[%d].timeout", n)] = "is not a duration: write 30s, 5m or 1h"
-			}
-			step.Timeout = jobs.Duration(v)
-		}
+		field := func(name string) string { return fmt.Sprintf("steps[%d].%s", n, name) }
+		step.FanOutLimit = wholeField(errs, field("fanout_limit"), s.FanOutLimit)
+		step.Timeout = durationField(errs, field("timeout"), s.Timeout)
+		step.RetryAttempts = wholeField(errs, field("retry_attempts"), s.RetryAttempts)
+		step.RetryInterval = durationField(errs, field("retry_interval"), s.RetryInterval)
 		switch s.Transactional {
 		case "":
 		case "true":
 			step.Transactional = true
 		default:
-			errs[fmt.Sprintf("steps[%d].transactional", n)] = "must be yes or no"
-		}
-		if s.RetryAttempts != "" {
-			v, err := strconv.Atoi(s.RetryAttempts)
-			if err != nil {
-				errs[fmt.Sprintf("steps[%d].retry_attempts", n)] = "is not a whole number"
-			}
-			step.RetryAttempts = v
-		}
-		if s.RetryInterval != "" {
-			v, err := time.ParseDuration(s.RetryInterval)
-			if err != nil {
-				errs[fmt.Sprintf("steps[%d].retry_interval", n)] = "is not a duration: write 30s, 5m or 1h"
-			}
-			step.RetryInterval = jobs.Duration(v)
+			errs[field("transactional")] = "must be yes or no"
 		}
 		d.Steps = append(d.Steps, step)
 	}
