@@ -2,6 +2,7 @@ package sqlrun
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,3 +110,8 @@ func WatchPostgres(ctx context.Context, pg *pgconn.PgConn) (stop func()) {
 	w.Watch(ctx)
 	return w.Unwatch
 }
+
+// PostgresLiteral quotes s as a PostgreSQL string literal (standard
+// conforming strings, the default since 9.1: a quote is doubled, nothing
+// else is special).
+func PostgresLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

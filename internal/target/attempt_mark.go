@@ -2,9 +2,10 @@ package target
 
 import (
 	"context"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"readpast/internal/sqlrun"
 )
 
 // A PostgreSQL body's batches carry the attempt they run for, so that the node
@@ -34,7 +35,7 @@ func (t *postgresTarget) attemptMark(name string) (marker, setName string) {
 	case name == "":
 		return "", ""
 	case t.untracked.Load():
-		return "", "SET application_name = " + quoteLiteral(name)
+		return "", "SET application_name = " + sqlrun.PostgresLiteral(name)
 	default:
 		return attemptMarker(name), ""
 	}
@@ -59,10 +60,6 @@ func (t *postgresTarget) checkTracked(ctx context.Context, c *pgx.Conn) error {
 		t.untracked.Store(true)
 	}
 	return nil
-}
-
-func quoteLiteral(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 // untracker is a target that knows whether its sessions show their

@@ -47,8 +47,8 @@ func (t *postgresTarget) EndSessions(ctx context.Context, names []string) (int, 
 	quoted, marked := make([]string, len(names)), make([]string, len(names))
 	for i, n := range names {
 		m := attemptMarker(n)
-		quoted[i] = quoteLiteral(n)
-		marked[i] = "left(query, " + strconv.Itoa(len(m)) + ") = " + quoteLiteral(m)
+		quoted[i] = sqlrun.PostgresLiteral(n)
+		marked[i] = "left(query, " + strconv.Itoa(len(m)) + ") = " + sqlrun.PostgresLiteral(m)
 	}
 	// A body's session is found by the marker at the head of its batch (its
 	// current or last statement) or, on a target that does not show

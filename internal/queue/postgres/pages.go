@@ -3,6 +3,8 @@ package postgres
 import (
 	"fmt"
 	"strings"
+
+	"readpast/internal/sqlrun"
 )
 
 // page builds a keyset page newest first (`ORDER BY id DESC LIMIT n`) over
@@ -81,4 +83,4 @@ func equalsEach[T ~string](column string, values []T) []string {
 // condition the planner must see: a partial index serves `state = 'failed'`
 // only when it can prove the state is not 'running', which a parameter hides
 // from a generic plan.
-func literal(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
+func literal(v string) string { return sqlrun.PostgresLiteral(v) }
