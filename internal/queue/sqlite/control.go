@@ -119,7 +119,9 @@ func (s *Store) retryTx(tx *sql.Tx, now int64, id int64, actor string) error {
 	var chain sql.NullString
 	var stage int
 	var q string
-	err := tx.QueryRow(`SELECT state, chain, stage, queue FROM readpast_tasks WHERE id = ?`, id).Scan(&st, &chain, &stage, &q)
+	var runID, runStep sql.NullInt64
+	err := tx.QueryRow(`SELECT state, chain, stage, queue, run_id, run_step FROM readpast_tasks WHERE id = ?`, id).
+		Scan(&st, &chain, &stage, &q, &runID, &runStep)
 	if errors.Is(err, sql.ErrNoRows) {
 		return queue.ErrNotFound
 	}
@@ -140,8 +142,10 @@ func (s *Store) retryTx(tx *sql.Tx, now int64, id int64, actor string) error {
 	if err := countFinished(tx, q, st, -1); err != nil {
 		return err
 	}
-	if err := reopenStepCount(tx, id); err != nil {
-		return err
+	if runID.Valid {
+		if err := reopenStepCount(tx, id, runID.Int64, int(runStep.Int64)); err != nil {
+			return err
+		}
 	}
 	if chain.Valid {
 		reopened, err := queryStrings(tx, `UPDATE readpast_tasks SET state = 'pending', chain_cancelled = 0, finished_at = NULL

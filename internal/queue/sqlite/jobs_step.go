@@ -153,19 +153,19 @@ func runPlan(tx *sql.Tx, runID int64) ([]queue.PlanStep, error) {
 	return readPlanCtx(context.Background(), tx, `SELECT `+planColumns+` FROM readpast_run_steps WHERE run_id = ? ORDER BY step_index`, runID)
 }
 
-// reopenStepCount counts task id again among its fan-out step's unfinished
-// tasks when it is retried by hand while that step still waits for the others
-// (the run's current step, fanout_left > 0, the task of its current
-// execution): its end was counted, as failed (only a failed or cancelled task
-// is retried), so the step would otherwise follow before the retried task
-// ends, or count its new end a second time. A task of a step the run has
-// left is not counted: its new end changes nothing (stepEnded).
-func reopenStepCount(tx *sql.Tx, id int64) error {
+// reopenStepCount counts task id, of run runID's step at plan index step,
+// again among its fan-out step's unfinished tasks when it is retried by hand
+// while that step still waits for the others (the run's current step,
+// fanout_left > 0, the task of its current execution): its end was counted,
+// as failed (only a failed or cancelled task is retried), so the step would
+// otherwise follow before the retried task ends, or count its new end a
+// second time. A task of a step the run has left is not counted: its new end
+// changes nothing (stepEnded).
+func reopenStepCount(tx *sql.Tx, id, runID int64, step int) error {
 	_, err := tx.Exec(`UPDATE readpast_job_runs
 		SET fanout_left = fanout_left + 1, fanout_failed = max(fanout_failed - 1, 0)
-		WHERE state = 'running' AND fanout_left > 0 AND current_task_id <= ?1
-		  AND id = (SELECT run_id FROM readpast_tasks WHERE id = ?1)
-		  AND current_step = (SELECT run_step FROM readpast_tasks WHERE id = ?1)`, id)
+		WHERE id = ? AND state = 'running' AND fanout_left > 0 AND current_step = ? AND current_task_id <= ?`,
+		runID, step, id)
 	if err != nil {
 		return fmt.Errorf("counting task %d again in its step: %w", id, err)
 	}
