@@ -23,6 +23,22 @@ import (
 func TestJobAndTargetConditions(t *testing.T) {
 	e := testenv.New(t, testenv.SQLite)
 	rc := startReceiver(t, hookSecret, 0)
+	// Two nodes publish their checks of two targets: db1 down from both
+	// for a minute, db2 down from one and reached by the other. Both are
+	// published before the rules run: a check between the two would see
+	// db2 down from every node there is.
+	down := func(name string) target.Status {
+		return target.Status{Info: target.Info{Name: name, Dialect: dialect.Postgres}, Checked: time.Now(), Since: time.Now().Add(-time.Minute),
+			Error: "connecting to 10.0.0.9:5432: connection refused"}
+	}
+	up := target.Status{Info: target.Info{Name: "db2", Dialect: dialect.Postgres}, Checked: time.Now(), Reachable: true, Since: time.Now().Add(-time.Hour)}
+	for node, sts := range map[string][]target.Status{"na": {down("db1"), down("db2")}, "nb": {down("db1"), up}} {
+		info, err := json.Marshal(map[string]any{"targets": sts})
+		require.NoError(t, err)
+		require.NoError(t, e.Store.RegisterNode(e.Ctx, queue.Node{ID: node, Hostname: node, PID: 1}))
+		require.NoError(t, e.Store.HeartbeatNode(e.Ctx, node, string(info)))
+	}
+
 	runAlerts(t, e.Store, fmt.Sprintf(`{"operators": [{"name": "ops", "webhooks": [{"name": "h", "url": "%s/x", "secret": %q}]}],
 		"rules": [{"name": "failed", "kind": "job_failed", "jobs": ["nightly"], "operators": ["ops"]},
 		          {"name": "long", "kind": "job_long_running", "threshold": "300ms", "jobs": ["slow"], "operators": ["ops"]},
@@ -47,20 +63,6 @@ func TestJobAndTargetConditions(t *testing.T) {
 	runStep("nightly", queue.OutcomeFailed)
 	runStep("other", queue.OutcomeFailed) // not in the rule's jobs
 	runStep("slow", "")                   // left running
-
-	// Two nodes publish their checks of two targets: db1 down from both
-	// for a minute, db2 down from one and reached by the other.
-	down := func(name string) target.Status {
-		return target.Status{Info: target.Info{Name: name, Dialect: dialect.Postgres}, Checked: time.Now(), Since: time.Now().Add(-time.Minute),
-			Error: "connecting to 10.0.0.9:5432: connection refused"}
-	}
-	up := target.Status{Info: target.Info{Name: "db2", Dialect: dialect.Postgres}, Checked: time.Now(), Reachable: true, Since: time.Now().Add(-time.Hour)}
-	for node, sts := range map[string][]target.Status{"na": {down("db1"), down("db2")}, "nb": {down("db1"), up}} {
-		info, err := json.Marshal(map[string]any{"targets": sts})
-		require.NoError(t, err)
-		require.NoError(t, e.Store.RegisterNode(e.Ctx, queue.Node{ID: node, Hostname: node, PID: 1}))
-		require.NoError(t, e.Store.HeartbeatNode(e.Ctx, node, string(info)))
-	}
 
 	require.Eventually(t, func() bool { return len(rc.accepted()) == 3 }, 20*time.Second, 20*time.Millisecond)
 	time.Sleep(500 * time.Millisecond)
