@@ -2,7 +2,6 @@ package target
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -23,19 +22,12 @@ var _ SessionEnder = (*sqlServerTarget)(nil)
 // CONTEXT_INFO (sqlrun.ResetMSSQL). A body that sets CONTEXT_INFO itself
 // replaces the name, and its session is not found.
 
-// contextInfo is the SET CONTEXT_INFO literal of an attempt's name: its bytes
-// and a zero byte, so that the name of attempt 1 does not match the start of
-// attempt 10's, whether the server pads the value to 128 bytes or not.
-func contextInfo(name string) string {
-	return "0x" + hex.EncodeToString(append([]byte(name), 0))
-}
-
 // namedAny is the condition that a session of sys.dm_exec_sessions (alias s)
 // carries one of names.
 func namedAny(names []string) string {
 	conds := make([]string, len(names))
 	for i, n := range names {
-		conds[i] = fmt.Sprintf("SUBSTRING(s.context_info, 1, %d) = %s", len(n)+1, contextInfo(n))
+		conds[i] = fmt.Sprintf("SUBSTRING(s.context_info, 1, %d) = %s", len(n)+1, sqlrun.MSSQLContextInfo(n))
 	}
 	return "(" + strings.Join(conds, " OR ") + ")"
 }

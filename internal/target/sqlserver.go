@@ -107,7 +107,7 @@ func (t *sqlServerTarget) Run(ctx context.Context, body string, onSession func(s
 	start := startRun
 	if name := sessionName(ctx); name != "" {
 		// Named in the round trip that starts the run (lost_sessions_sqlserver.go).
-		start = "SET CONTEXT_INFO " + contextInfo(name) + ";\n" + startRun
+		start = "SET CONTEXT_INFO " + sqlrun.MSSQLContextInfo(name) + ";\n" + startRun
 	}
 	var spid int64
 	if err := conn.QueryRowContext(ctx, start).Scan(&spid); err != nil {

@@ -81,9 +81,14 @@ SET CURSOR_CLOSE_ON_COMMIT OFF;
 // succeeded and reads what decides whether the completion may run: the
 // transaction's state, its nesting, the task's mark, and who the session is
 // (ORIGINAL_LOGIN() is the login that connected, SUSER_SNAME() the one in
-// force: they differ after an EXECUTE AS the body did not REVERT).
-func restoreBatch(database, mark string) string {
-	return restoreOptions(database) + `SELECT XACT_STATE(), @@TRANCOUNT, APPLOCK_MODE(N'public', N'` + mark + `', N'Transaction'),
+// force: they differ after an EXECUTE AS the body did not REVERT). The
+// session is named after the attempt again (beginTxBatch), since
+// restoreOptions cleared whatever the body set: a node that stalls before
+// its commit still holds the body's locks, and the reclaim finds the session
+// by its name.
+func restoreBatch(database, mark, name string) string {
+	return restoreOptions(database) + `SET CONTEXT_INFO ` + sqlrun.MSSQLContextInfo(name) + `;
+SELECT XACT_STATE(), @@TRANCOUNT, APPLOCK_MODE(N'public', N'` + mark + `', N'Transaction'),
        ORIGINAL_LOGIN(), SUSER_SNAME();`
 }
 
@@ -103,13 +108,13 @@ func (e impersonatingError) Error() string {
 // restoreSession runs restoreBatch and checks that the completion may run in
 // the transaction: the one begun for the task (it holds mark), committable,
 // not nested, as the login that connected. The error says what the body did.
-func (s *Store) restoreSession(ctx context.Context, conn *sql.Conn, mark string) error {
+func (s *Store) restoreSession(ctx context.Context, conn *sql.Conn, mark, name string) error {
 	var (
 		state, trancount int
 		held             string
 		login, current   string
 	)
-	err := conn.QueryRowContext(ctx, restoreBatch(s.database, mark)).Scan(&state, &trancount, &held, &login, &current)
+	err := conn.QueryRowContext(ctx, restoreBatch(s.database, mark, name)).Scan(&state, &trancount, &held, &login, &current)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return errors.New("after the body the session answered no rows: the body left SHOWPLAN, NOEXEC or a similar option on")

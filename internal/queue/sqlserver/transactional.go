@@ -17,8 +17,9 @@ import (
 // RunTransactional implements queue.Store. One session of the store's pool,
 // taken for the task:
 //
-//  1. beginTxBatch: BEGIN TRAN, an application lock owned by that
-//     transaction (its mark), and the session id, in one round trip.
+//  1. beginTxBatch: the session named after the attempt (CONTEXT_INFO),
+//     BEGIN TRAN, an application lock owned by that transaction (its mark),
+//     and the session id, in one round trip.
 //  2. The body's batches, each sent as it is (no parameters, so CREATE
 //     PROCEDURE and the like work), its PRINT/RAISERROR messages and rows
 //     gathered as the target executor gathers them (sqlrun.RunMSSQL). When
@@ -26,7 +27,7 @@ import (
 //  3. restoreBatch sets the session back to a fixed state (restore.go:
 //     restoreOptions says which options and why) and reads XACT_STATE(),
 //     @@TRANCOUNT, whether the mark is still held and who the session runs
-//     as: the completion runs only in the transaction begun in 1, still
+//     as, and names the session again: the completion runs only in the transaction begun in 1, still
 //     committable, at nesting level 1, as the login that connected. After a
 //     body that failed, rollbackAndRestore rolls back and sets the same
 //     options.
@@ -73,10 +74,17 @@ func (s *Store) RunTransactional(ctx context.Context, a queue.Attempt, body stri
 // in the transaction begun here. (CURRENT_TRANSACTION_ID() would say the same
 // on SQL Server 2016 and later; Babelfish lacks it, and the lock works on
 // both.) The resource names the task and its lease, so no other session ever
-// asks for it: the call never waits and never fails. SET NOCOUNT OFF: the
-// body's row counts are reported as the target executor reports them.
-func beginTxBatch(mark string) string {
+// asks for it: the call never waits and never fails. The session carries the
+// attempt's name (queue.AttemptSessionName) in CONTEXT_INFO, as a target's
+// body session does, so that a node reclaiming the task's lease finds and
+// ends it (target.SessionEnder): the body's transaction rolls back. SET
+// CONTEXT_INFO is a session setting, not undone by a ROLLBACK; restoreBatch
+// names the session again after clearing the body's settings, and the reset
+// that hands the session back clears it. SET NOCOUNT OFF: the body's row
+// counts are reported as the target executor reports them.
+func beginTxBatch(mark, name string) string {
 	return `SET NOCOUNT OFF;
+SET CONTEXT_INFO ` + sqlrun.MSSQLContextInfo(name) + `;
 BEGIN TRAN;
 DECLARE @marked int;
 EXEC @marked = sp_getapplock @Resource = N'` + mark + `', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 0;
@@ -108,8 +116,8 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 	defer func() { s.releaseTxConn(conn, clean && !global) }()
 
 	var spid, marked int64
-	mark := txMark(a)
-	if err := conn.QueryRowContext(ctx, beginTxBatch(mark)).Scan(&spid, &marked); err != nil {
+	mark, name := txMark(a), queue.AttemptSessionName(a.Lease)
+	if err := conn.QueryRowContext(ctx, beginTxBatch(mark, name)).Scan(&spid, &marked); err != nil {
 		return res, err
 	}
 	if marked < 0 {
@@ -124,7 +132,7 @@ func (s *Store) runTransactionalOnce(ctx context.Context, a queue.Attempt, runs 
 	dctx, cancel := queue.Detached(ctx)
 	defer cancel()
 	if res.BodyErr == nil {
-		res.BodyErr = s.restoreSession(dctx, conn, mark)
+		res.BodyErr = s.restoreSession(dctx, conn, mark, name)
 		if errors.As(res.BodyErr, new(impersonatingError)) {
 			_ = rollback(dctx, conn)
 			return res, nil // the session is ended, not pooled

@@ -1,0 +1,119 @@
+package workers
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	mssql "github.com/microsoft/go-mssqldb"
+	"github.com/stretchr/testify/require"
+
+	"readpast/internal/queue"
+	"readpast/internal/target"
+	"readpast/internal/testenv"
+)
+
+// A transactional body runs on a store session, not a target's; a node that
+// reclaims its lease must still find that session by the attempt's name and
+// end it, as it ends a plain body's (reclaim.go: the target's EndSessions),
+// and the body's transaction rolls back with nothing committed. The body
+// waits on a row lock the test holds, a wait only the session's end stops.
+func TestEndSessionsEndsALostTransactionalBody(t *testing.T) {
+	t.Parallel()
+	dialects(t, func(t *testing.T, e env) {
+		if e.Dialect == testenv.SQLite {
+			t.Skip("SQLite has no sessions to end")
+		}
+		ender, ok := e.target.(target.SessionEnder)
+		require.True(t, ok, "the %s target ends sessions", e.dialect)
+		e.Exec(t, "CREATE TABLE lost_tx (id int PRIMARY KEY, v int NOT NULL)")
+		e.Exec(t, "INSERT INTO lost_tx VALUES (1, 0)")
+		e.Exec(t, "CREATE TABLE lost_tx_effect (tag varchar(20))")
+		release := holdRowLock(t, e, "UPDATE lost_tx SET v = v + 1 WHERE id = 1")
+		defer release()
+
+		id := e.enqueue(t, queue.NewTask{Queue: "tx", Body: "body", Transactional: true})[0]
+		got, err := e.store.Claim(e.ctx, queue.ClaimParams{Queue: "tx", Owner: "n1/w1", Limit: 1, LeaseDuration: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, id, got[0].ID)
+		lease := got[0].Lease()
+		done := make(chan error, 1)
+		go func() {
+			res, err := e.store.RunTransactional(e.ctx, queue.Attempt{Lease: lease},
+				"INSERT INTO lost_tx_effect VALUES ('lost')\nGO\nUPDATE lost_tx SET v = v + 1 WHERE id = 1")
+			if err == nil {
+				err = res.BodyErr
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			t.Fatalf("the body ended while the row was locked: %v", err)
+		case <-time.After(e.Slower(t, time.Second)):
+		}
+
+		var n int
+		require.Eventually(t, func() bool {
+			n, err = ender.EndSessions(e.ctx, []string{queue.AttemptSessionName(lease)})
+			return err != nil || n > 0
+		}, e.Slower(t, 10*time.Second), 100*time.Millisecond, "no session carried the attempt's name")
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "one session carried the lost attempt's name")
+		select {
+		case err := <-done:
+			require.Error(t, err, "the body's session was ended")
+		case <-time.After(e.Slower(t, 10*time.Second)):
+			t.Fatal("the transactional body still runs after its session was ended")
+		}
+		release()
+		require.Zero(t, e.QueryInt(t, "SELECT count(*) FROM lost_tx_effect"), "the body's transaction rolled back")
+		task, err := e.store.Get(e.ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, queue.StateRunning, task.State, "the attempt's end is the reclaim's to record, not the body's")
+	})
+}
+
+// holdRowLock runs stmt in a transaction of its own session and keeps it open
+// until release (idempotent) or the test's end.
+func holdRowLock(t *testing.T, e env, stmt string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	if e.Dialect == testenv.Postgres {
+		conn, err := pgx.Connect(ctx, e.dsn)
+		require.NoError(t, err)
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, stmt)
+		require.NoError(t, err)
+		released := false
+		release = func() {
+			if !released {
+				released = true
+				_ = tx.Rollback(ctx)
+				_ = conn.Close(ctx)
+			}
+		}
+		t.Cleanup(release)
+		return release
+	}
+	connector, err := mssql.NewConnector(e.dsn)
+	require.NoError(t, err)
+	db := sql.OpenDB(connector)
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, stmt)
+	require.NoError(t, err)
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			_ = tx.Rollback()
+			_ = db.Close()
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
