@@ -1,13 +1,10 @@
 package target_test
 
 import (
-	"path/filepath"
-	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"readpast/internal/target"
+	"readpast/internal/testenv"
 )
 
 // Several targets opened at once on one new file (a node's store, default
@@ -18,26 +15,13 @@ import (
 // TestSetChecksEveryTarget before the open retried.
 func TestSQLiteTargetsOpenTogetherOnANewFile(t *testing.T) {
 	t.Parallel()
-	for round := range 20 {
-		path := filepath.Join(t.TempDir(), "together.db")
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				tgt, err := target.Open(t.Context(), "sqlite://"+path)
-				if err == nil {
-					_, err = tgt.Run(t.Context(), "SELECT 1", nil)
-					_ = tgt.Close()
-				}
-				errs <- err
-			}()
+	testenv.OpenTogetherOnNewFiles(t, 20, 8, func(path string) error {
+		tgt, err := target.Open(t.Context(), "sqlite://"+path)
+		if err != nil {
+			return err
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err, "round %d", round)
-		}
-	}
+		_, err = tgt.Run(t.Context(), "SELECT 1", nil)
+		_ = tgt.Close()
+		return err
+	})
 }
