@@ -43,7 +43,12 @@ func (c *StoreCalls) ended(res []queue.FinishResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range res {
-		if r.Err == nil && (r.State == queue.StateSucceeded || r.State == queue.StateFailed) {
+		if r.Err != nil {
+			// A lost attempt changed nothing, and its answer may come after
+			// the task was claimed again: the entry is the new attempt's.
+			continue
+		}
+		if r.State == queue.StateSucceeded || r.State == queue.StateFailed {
 			c.finished[c.queueOf[r.TaskID]]++
 		}
 		delete(c.queueOf, r.TaskID)
