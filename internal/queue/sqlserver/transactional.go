@@ -27,10 +27,10 @@ import (
 //  3. restoreBatch sets the session back to a fixed state (restore.go:
 //     restoreOptions says which options and why) and reads XACT_STATE(),
 //     @@TRANCOUNT, whether the mark is still held and who the session runs
-//     as, and names the session again: the completion runs only in the transaction begun in 1, still
-//     committable, at nesting level 1, as the login that connected. After a
-//     body that failed, rollbackAndRestore rolls back and sets the same
-//     options.
+//     as, and names the session again: the completion runs only in the
+//     transaction begun in 1, still committable, at nesting level 1, as the
+//     login that connected. After a body that failed, rollbackAndRestore
+//     rolls back and sets the same options.
 //  4. markCommittedBatch: the task's own row marked committed under the
 //     lease, and COMMIT TRAN, in one round trip. The attempt's end is
 //     recorded after, by the caller's ordinary finish (queue.TxResult).
