@@ -3,9 +3,7 @@ package target_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,7 +86,7 @@ func TestActivityShowsTheBlocker(t *testing.T) {
 			require.True(t, rep.Unsupported)
 			return
 		}
-		blocker, release := holdRow(t, e)
+		blocker, release := testenv.HoldRows(t, e.Dialect, e.DSN, "blocker", "UPDATE blk SET n = 2")
 		defer release()
 		ctx, cancel := context.WithTimeout(e.Ctx, time.Minute)
 		defer cancel()
@@ -141,51 +139,6 @@ func TestActivityShowsTheBlocker(t *testing.T) {
 		release()
 		require.NoError(t, <-done)
 	})
-}
-
-// holdRow opens a session named "blocker" that updates blk's row and keeps
-// its transaction open until release; it returns the session's id.
-func holdRow(t *testing.T, e *testenv.Env) (id string, release func()) {
-	t.Helper()
-	if e.Dialect == testenv.Postgres {
-		cfg, err := pgx.ParseConfig(e.DSN)
-		require.NoError(t, err)
-		cfg.RuntimeParams["application_name"] = "blocker"
-		conn, err := pgx.ConnectConfig(e.Ctx, cfg)
-		require.NoError(t, err)
-		tx, err := conn.Begin(e.Ctx)
-		require.NoError(t, err)
-		_, err = tx.Exec(e.Ctx, "UPDATE blk SET n = 2")
-		require.NoError(t, err)
-		var pid int
-		require.NoError(t, tx.QueryRow(e.Ctx, "SELECT pg_backend_pid()").Scan(&pid))
-		done := false
-		return strconv.Itoa(pid), func() {
-			if !done {
-				done = true
-				_ = tx.Rollback(context.Background())
-				_ = conn.Close(context.Background())
-			}
-		}
-	}
-	dsn := e.DSN + "&app+name=blocker"
-	db, err := sql.Open("sqlserver", dsn)
-	require.NoError(t, err)
-	conn, err := db.Conn(e.Ctx)
-	require.NoError(t, err)
-	_, err = conn.ExecContext(e.Ctx, "BEGIN TRANSACTION; UPDATE blk SET n = 2;")
-	require.NoError(t, err)
-	var spid int
-	require.NoError(t, conn.QueryRowContext(e.Ctx, "SELECT CAST(@@SPID AS int)").Scan(&spid))
-	done := false
-	return strconv.Itoa(spid), func() {
-		if !done {
-			done = true
-			_, _ = conn.ExecContext(context.Background(), "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;")
-			_ = conn.Close()
-			_ = db.Close()
-		}
-	}
 }
 
 // A PostgreSQL target whose sessions do not show their statements

@@ -1,13 +1,9 @@
 package workers
 
 import (
-	"context"
-	"database/sql"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/stretchr/testify/require"
 
 	"readpast/internal/queue"
@@ -31,7 +27,7 @@ func TestEndSessionsEndsALostTransactionalBody(t *testing.T) {
 		e.Exec(t, "CREATE TABLE lost_tx (id int PRIMARY KEY, v int NOT NULL)")
 		e.Exec(t, "INSERT INTO lost_tx VALUES (1, 0)")
 		e.Exec(t, "CREATE TABLE lost_tx_effect (tag varchar(20))")
-		release := holdRowLock(t, e, "UPDATE lost_tx SET v = v + 1 WHERE id = 1")
+		_, release := testenv.HoldRows(t, e.Dialect, e.dsn, "", "UPDATE lost_tx SET v = v + 1 WHERE id = 1")
 		defer release()
 
 		id := e.enqueue(t, queue.NewTask{Queue: "tx", Body: "body", Transactional: true})[0]
@@ -74,46 +70,4 @@ func TestEndSessionsEndsALostTransactionalBody(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, queue.StateRunning, task.State, "the attempt's end is the reclaim's to record, not the body's")
 	})
-}
-
-// holdRowLock runs stmt in a transaction of its own session and keeps it open
-// until release (idempotent) or the test's end.
-func holdRowLock(t *testing.T, e env, stmt string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	if e.Dialect == testenv.Postgres {
-		conn, err := pgx.Connect(ctx, e.dsn)
-		require.NoError(t, err)
-		tx, err := conn.Begin(ctx)
-		require.NoError(t, err)
-		_, err = tx.Exec(ctx, stmt)
-		require.NoError(t, err)
-		released := false
-		release = func() {
-			if !released {
-				released = true
-				_ = tx.Rollback(ctx)
-				_ = conn.Close(ctx)
-			}
-		}
-		t.Cleanup(release)
-		return release
-	}
-	connector, err := mssql.NewConnector(e.dsn)
-	require.NoError(t, err)
-	db := sql.OpenDB(connector)
-	tx, err := db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, stmt)
-	require.NoError(t, err)
-	released := false
-	release = func() {
-		if !released {
-			released = true
-			_ = tx.Rollback()
-			_ = db.Close()
-		}
-	}
-	t.Cleanup(release)
-	return release
 }
