@@ -24,9 +24,9 @@ type Span struct {
 
 // SessionWatch samples a PostgreSQL server's active sessions whose query
 // starts with a RunMarker (behind the attempt's marker), in its database,
-// every few milliseconds, until Stop. It sees what
-// the server runs, whichever node sent it: the fault tests read from it
-// whether two copies of one task ran at once, and when a copy really stopped.
+// every few milliseconds, until Stop. It sees what the server runs,
+// whichever node sent it: the fault tests read from it whether two copies of
+// one task ran at once, and when a copy really stopped.
 // Its times are the server's clock (clock_timestamp), the clock leases are
 // kept by when the store is the same server.
 type SessionWatch struct {
