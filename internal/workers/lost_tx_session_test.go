@@ -13,8 +13,10 @@ import (
 
 // A transactional body runs on a store session, not a target's; a node that
 // reclaims its lease must still find that session by the attempt's name and
-// end it, as it ends a plain body's (reclaim.go: the target's EndSessions),
-// and the body's transaction rolls back with nothing committed. The body
+// end it, as it ends a plain body's, and the body's transaction rolls back
+// with nothing committed. The ender is what a node's reclaimer has
+// (reclaim.go, node.go): its target set, which reaches the store's server
+// through its "store" target once the set has checked its targets. The body
 // waits on a row lock the test holds, a wait only the session's end stops.
 func TestEndSessionsEndsALostTransactionalBody(t *testing.T) {
 	t.Parallel()
@@ -22,8 +24,10 @@ func TestEndSessionsEndsALostTransactionalBody(t *testing.T) {
 		if e.Dialect == testenv.SQLite {
 			t.Skip("SQLite has no sessions to end")
 		}
-		ender, ok := e.target.(target.SessionEnder)
-		require.True(t, ok, "the %s target ends sessions", e.dialect)
+		ender, err := target.NewSet("n1", e.dsn, "", nil, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ender.Close() })
+		ender.Check(e.ctx) // as Watch does first
 		e.Exec(t, "CREATE TABLE lost_tx (id int PRIMARY KEY, v int NOT NULL)")
 		e.Exec(t, "INSERT INTO lost_tx VALUES (1, 0)")
 		e.Exec(t, "CREATE TABLE lost_tx_effect (tag varchar(20))")
