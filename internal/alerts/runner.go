@@ -320,15 +320,10 @@ func (r *Runner) deliver(ctx context.Context, d queue.AlertDelivery) {
 	err := r.send(sctx, d)
 	cancel()
 	end := queue.AlertDeliveryEnd{ID: d.ID, Node: r.opt.Node, Attempt: d.Attempts, Sent: err == nil}
-	defer r.observe(d, &end)
 	if err != nil {
 		end.Error = r.redact(err.Error())
 		end.GiveUp = errors.Is(err, errGone) || d.Attempts >= r.opt.MaxAttempts
 		end.RetryAt = time.Now().Add(r.backoff(d.Attempts))
-		r.log.Warn("alerts: a delivery failed", "alert", d.Key, "operator", d.Operator, "channel", d.Channel,
-			"attempt", d.Attempts, "given_up", end.GiveUp, "err", end.Error)
-	} else {
-		r.log.Info("alerts: sent", "alert", d.Key, "operator", d.Operator, "channel", d.Channel, "rule", d.Rule, "count", d.Count)
 	}
 	// The end is recorded even when the node is stopping: a send that
 	// happened must not be sent again for want of its record.
@@ -336,6 +331,15 @@ func (r *Runner) deliver(ctx context.Context, d queue.AlertDelivery) {
 	defer cancel()
 	if err := r.store.EndAlertDelivery(ectx, end); err != nil {
 		r.log.Warn("alerts: recording a delivery's end failed; it may be sent again (the receiver dedupes by alert id)", "alert", d.Key, "err", err)
+	}
+	// Counted and logged once recorded: what the log and /metrics say of a
+	// delivery, the Alerts page and the API already show.
+	r.observe(d, &end)
+	if err != nil {
+		r.log.Warn("alerts: a delivery failed", "alert", d.Key, "operator", d.Operator, "channel", d.Channel,
+			"attempt", d.Attempts, "given_up", end.GiveUp, "err", end.Error)
+	} else {
+		r.log.Info("alerts: sent", "alert", d.Key, "operator", d.Operator, "channel", d.Channel, "rule", d.Rule, "count", d.Count)
 	}
 }
 
